@@ -1,0 +1,48 @@
+# Paper Copilot: `make run` sets up and launches the app; `make test` sets up and runs every test.
+# A second call reuses .venv and only reinstalls when a requirements file changed.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# A portable llama.cpp build: a native one uses CPU instructions some machines advertise but cannot run.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test setup setup-test doctor reindex clean-venv
+
+run: $(VENV)/.runtime-installed
+	$(PY) app.py
+
+test: $(VENV)/.test-installed $(CHROMIUM)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+setup: $(VENV)/.runtime-installed
+
+setup-test: $(VENV)/.test-installed $(CHROMIUM)
+
+doctor: $(VENV)/.runtime-installed
+	$(PY) -m copilot doctor
+
+reindex: $(VENV)/.runtime-installed
+	$(PY) -m copilot reindex
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime-installed: requirements.txt | $(PY)
+	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 10 minutes on 2 cores)"
+	$(PIP) install -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
+	$(PIP) install -r requirements-test.txt
+	touch $@
+
+# Browser tests drive the distribution's Chromium; no browser is ever downloaded.
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+
+clean-venv:
+	rm -rf $(VENV)

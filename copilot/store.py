@@ -1,0 +1,273 @@
+"""The source of truth: one SQLite database (WAL mode) plus FAISS indices rebuilt from it on demand.
+
+Rows that carry vectors (chunks, thoughts, memories) keep their embedding as a float32 blob in SQLite. Every
+change to such rows bumps that table's generation in the same transaction, and the FAISS index on disk is
+named by the generation it mirrors. After a crash the database holds everything that was committed, and an
+index file that lags behind is simply rebuilt, so the two always agree.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlite_utils import Database
+
+from copilot.config import Settings
+from copilot.migrations import VECTOR_TABLES, migrate, schema_version
+from copilot.vectors import VectorIndex, index_files
+
+
+class StoreError(RuntimeError):
+    """A storage operation was refused; the message says why."""
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+class Store:
+    """Records and vectors of one data directory."""
+
+    def __init__(self, db_path: Path, index_dir: Path) -> None:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        index_dir.mkdir(parents=True, exist_ok=True)
+        self.db_path = db_path
+        self.index_dir = index_dir
+        # Autocommit mode: transactions are explicit (see ``transaction``), so a batch is all or nothing.
+        self.conn = sqlite3.connect(db_path, timeout=30, check_same_thread=False, isolation_level=None)
+        self.db = Database(self.conn)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self._lock = threading.RLock()
+        self._indices: dict[str, tuple[int, VectorIndex | None]] = {}
+        with self._lock:
+            migrate(self.db)
+
+    @classmethod
+    def open(cls, settings: Settings) -> Store:
+        return cls(settings.db_path, settings.index_dir)
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        return schema_version(self.db)
+
+    @property
+    def journal_mode(self) -> str:
+        return str(self.conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """An immediate write transaction: committed on success, rolled back on any error."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # ----- generations -------------------------------------------------------------------------------
+
+    def generation(self, kind: str) -> int:
+        _check_kind(kind)
+        row = self.conn.execute("SELECT generation FROM vector_generations WHERE kind = ?", (kind,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump(self, conn: sqlite3.Connection, kind: str) -> int:
+        conn.execute("UPDATE vector_generations SET generation = generation + 1 WHERE kind = ?", (kind,))
+        return int(conn.execute("SELECT generation FROM vector_generations WHERE kind = ?", (kind,)).fetchone()[0])
+
+    # ----- writes ------------------------------------------------------------------------------------
+
+    def insert_with_vectors(
+        self, kind: str, records: Sequence[dict[str, Any]], vectors: np.ndarray
+    ) -> list[int]:
+        """Insert ``records`` with their embeddings in one transaction, then update the index."""
+        _check_kind(kind)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(records), -1) if records else vectors
+        if len(records) != len(vectors):
+            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        if not records:
+            return []
+        columns = list(records[0].keys())
+        if any(list(r.keys()) != columns for r in records):
+            raise StoreError("all records of one insert must have the same fields")
+        names = ", ".join([*columns, "embedding"])
+        marks = ", ".join("?" * (len(columns) + 1))
+        ids = []
+        try:
+            with self.transaction() as conn:
+                for record, vector in zip(records, vectors, strict=True):
+                    cursor = conn.execute(
+                        f"INSERT INTO {kind} ({names}) VALUES ({marks})",
+                        [*(record[c] for c in columns), to_blob(vector)],
+                    )
+                    ids.append(int(cursor.lastrowid))
+                generation = self._bump(conn, kind)
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not store {len(records)} {kind} rows, nothing was written: {exc}") from exc
+        self._apply(kind, generation, lambda index: index.add(ids, vectors), dim=vectors.shape[1])
+        return ids
+
+    def update_vector(self, kind: str, item_id: int, fields: dict[str, Any], vector: np.ndarray) -> None:
+        """Replace one row's fields and embedding (e.g. a merged thought keeping the better text)."""
+        _check_kind(kind)
+        assignments = ", ".join(f"{c} = ?" for c in [*fields, "embedding"])
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                f"UPDATE {kind} SET {assignments} WHERE id = ?", [*fields.values(), to_blob(vector), item_id]
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"no {kind} row with id {item_id}")
+            generation = self._bump(conn, kind)
+
+        def replace(index: VectorIndex) -> None:
+            index.remove([item_id])
+            index.add([item_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
+
+        self._apply(kind, generation, replace, dim=int(np.asarray(vector).size))
+
+    def delete_with_vectors(self, kind: str, ids: Sequence[int], *, conn: sqlite3.Connection | None = None) -> int:
+        """Delete rows and their vectors; pass ``conn`` to join a transaction the caller already holds."""
+        _check_kind(kind)
+        ids = [int(i) for i in ids]
+        if not ids:
+            return 0
+        marks = ", ".join("?" * len(ids))
+
+        def run(c: sqlite3.Connection) -> tuple[int, int]:
+            deleted = c.execute(f"DELETE FROM {kind} WHERE id IN ({marks})", ids).rowcount
+            return deleted, self._bump(c, kind)
+
+        if conn is None:
+            with self.transaction() as c:
+                deleted, generation = run(c)
+        else:
+            deleted, generation = run(conn)
+        self._apply(kind, generation, lambda index: index.remove(ids))
+        return deleted
+
+    # ----- indices -----------------------------------------------------------------------------------
+
+    def _apply(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001
+        """Bring the in-memory index to ``generation``: apply ``change`` if it was one step behind, else reload."""
+        with self._lock:
+            loaded_gen, index = self._indices.get(kind, (-1, None))
+            if loaded_gen == generation - 1 and (index is not None or dim is not None):
+                if index is None:
+                    index = VectorIndex(int(dim))  # type: ignore[arg-type]
+                change(index)
+                self._indices[kind] = (generation, index)
+                index.save(self.index_dir, kind, generation)
+            else:
+                self._indices.pop(kind, None)
+                self.index(kind)
+
+    def embeddings(self, kind: str, conn: sqlite3.Connection | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """All ids and embeddings of ``kind`` from SQLite, in id order."""
+        _check_kind(kind)
+        rows = (conn or self.conn).execute(
+            f"SELECT id, embedding FROM {kind} WHERE embedding IS NOT NULL ORDER BY id"
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.vstack([from_blob(r[1]) for r in rows])
+        return ids, matrix
+
+    def index(self, kind: str) -> VectorIndex | None:
+        """The index of ``kind`` matching the database now (loaded, or rebuilt if stale); None when empty."""
+        _check_kind(kind)
+        with self._lock:
+            current = self.generation(kind)
+            loaded_gen, index = self._indices.get(kind, (-1, None))
+            if loaded_gen == current:
+                return index
+            index = self._load_or_rebuild(kind)
+            return index
+
+    def _load_or_rebuild(self, kind: str) -> VectorIndex | None:
+        # Read the generation and the embeddings in one snapshot so the label matches the content.
+        self.conn.execute("BEGIN")
+        try:
+            generation = self.generation(kind)
+            path = self.index_dir / f"{kind}.{generation}.faiss"
+            index: VectorIndex | None = None
+            if path.exists():
+                try:
+                    index = VectorIndex.load(path)
+                except (RuntimeError, ValueError):
+                    index = None
+            if index is None:
+                ids, matrix = self.embeddings(kind, self.conn)
+                if len(ids):
+                    index = VectorIndex.build(matrix.shape[1], ids, matrix)
+                    index.save(self.index_dir, kind, generation)
+        finally:
+            self.conn.execute("COMMIT")
+        self._indices[kind] = (generation, index)
+        return index
+
+    def search(
+        self, kind: str, query: np.ndarray, k: int, allowed_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``kind`` nearest to ``query`` as (id, cosine), best first."""
+        with self._lock:
+            index = self.index(kind)
+            if index is None:
+                return []
+            return index.search(query, k, None if allowed_ids is None else np.asarray(allowed_ids))
+
+    def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
+        """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
+        counts = {}
+        with self._lock:
+            for kind in kinds:
+                _check_kind(kind)
+                for path, _ in index_files(self.index_dir, kind):
+                    path.unlink(missing_ok=True)
+                self._indices.pop(kind, None)
+                index = self._load_or_rebuild(kind)
+                counts[kind] = len(index) if index is not None else 0
+        return counts
+
+    def check_consistency(self) -> dict[str, bool]:
+        """For each vector table: do the index ids equal the ids of rows with embeddings?"""
+        result = {}
+        with self._lock:
+            for kind in VECTOR_TABLES:
+                index = self.index(kind)
+                ids, _ = self.embeddings(kind)
+                held = np.sort(index.ids()) if index is not None else np.zeros(0, dtype=np.int64)
+                result[kind] = bool(np.array_equal(held, np.sort(ids)))
+        return result
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in VECTOR_TABLES:
+        raise StoreError(f"'{kind}' is not a vector table (one of {', '.join(VECTOR_TABLES)})")

@@ -1,0 +1,1 @@
+"""Getting papers in: arXiv client, PDF download, PyMuPDF parsing, sections and chunking."""

@@ -1,0 +1,81 @@
+"""Shared fixtures: isolated settings in a temporary data directory, the repo root, the shared data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from copilot.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Tests never reach a model hub: every model comes from an installed package.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings on the embedded defaults, writing only under a temporary directory."""
+    return Settings(data_dir=tmp_path / "data", llm_backend="local")
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without any LLM configuration, so ``auto`` picks the embedded model."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_") and k != "HF_TOKEN"}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["TRANSFORMERS_OFFLINE"] = "1"
+    env["GRADIO_ANALYTICS_ENABLED"] = "False"
+    return env
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields the URL
+    """The real app started with ``make run`` on the embedded defaults, on a free port."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    port = free_port()
+    data_dir = tmp_path_factory.mktemp("app-data")
+    log_path = data_dir.parent / "app.log"
+    env = clean_env() | {"COPILOT_PORT": str(port), "COPILOT_DATA_DIR": str(data_dir)}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"make run exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not answer at {url}:\n{log_path.read_text()[-3000:]}")
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

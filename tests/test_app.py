@@ -1,0 +1,44 @@
+"""The running app (started by ``make run``) through HTTP and ``gradio_client``."""
+
+import urllib.request
+
+import pytest
+from gradio_client import Client
+
+pytestmark = pytest.mark.slow
+
+
+def test_page_is_served(app_url: str) -> None:
+    with urllib.request.urlopen(app_url, timeout=30) as response:
+        assert response.status == 200
+        html = response.read().decode()
+    assert "Paper Copilot" in html
+
+
+def test_chat_api_answers_with_the_embedded_model(app_url: str) -> None:
+    client = Client(app_url, verbose=False)
+    api = client.view_api(return_format="dict", print_info=False)
+    assert "/chat" in api["named_endpoints"]
+    info = client.predict(api_name="/model_info")
+    assert info["backend"] == "local" and "SmolLM2" in info["model"]
+    textbox, history = client.predict("What is a citation graph? Answer in one sentence.", [], api_name="/chat")
+    assert textbox == ""
+    assert history[-2]["role"] == "user" and "citation graph" in str(history[-2]["content"])
+    assert history[-1]["role"] == "assistant"
+    answer = history[-1]["content"]
+    answer = answer if isinstance(answer, str) else " ".join(part.get("text", "") for part in answer)
+    assert len(answer.split()) >= 3, answer
+
+
+def test_chat_api_keeps_history(app_url: str) -> None:
+    client = Client(app_url, verbose=False)
+    _, first = client.predict("My name is Ada.", [], api_name="/chat")
+    _, second = client.predict("Say hello.", first, api_name="/chat")
+    assert len(second) == len(first) + 2
+    assert [m["role"] for m in second[-2:]] == ["user", "assistant"]
+
+
+def test_empty_message_changes_nothing(app_url: str) -> None:
+    client = Client(app_url, verbose=False)
+    textbox, history = client.predict("   ", [], api_name="/chat")
+    assert history == []

@@ -1,0 +1,70 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from copilot.config import Settings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("COPILOT_DATA_DIR", "COPILOT_LLM_BACKEND", "COPILOT_OPENAI_BASE_URL", "COPILOT_OPENAI_API_KEY",
+                 "COPILOT_HF_TOKEN", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    s = Settings()
+    assert s.data_dir == Path("data")
+    assert s.context_budget_tokens == 2000
+    assert s.top_k == 8
+    assert s.dedup_threshold == 0.85
+    assert s.resolved_backend() == "local"
+    assert s.db_path == Path("data") / "copilot.db"
+
+
+def test_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("COPILOT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COPILOT_TOP_K", "3")
+    monkeypatch.setenv("COPILOT_CONTEXT_BUDGET_TOKENS", "1500")
+    monkeypatch.setenv("COPILOT_LLM_BACKEND", "openai")
+    s = Settings()
+    assert s.data_dir == tmp_path
+    assert s.top_k == 3
+    assert s.context_budget_tokens == 1500
+    assert s.resolved_backend() == "openai"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "local"),
+        ({"COPILOT_OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}, "openai"),
+        ({"COPILOT_OPENAI_API_KEY": "sk-x"}, "openai"),
+        ({"COPILOT_HF_TOKEN": "hf_x"}, "hf"),
+        ({"HF_TOKEN": "hf_x"}, "hf"),
+        ({"HF_TOKEN": "hf_x", "COPILOT_OPENAI_BASE_URL": "http://h/v1"}, "openai"),
+        ({"HF_TOKEN": "hf_x", "COPILOT_LLM_BACKEND": "local"}, "local"),
+    ],
+)
+def test_auto_backend(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
+    for name in ("COPILOT_LLM_BACKEND", "COPILOT_OPENAI_BASE_URL", "COPILOT_OPENAI_API_KEY", "COPILOT_HF_TOKEN",
+                 "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert Settings().resolved_backend() == expected
+
+
+def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COPILOT_LLM_BACKEND", "gpt5")
+    with pytest.raises(ValidationError, match="llm_backend"):
+        Settings()
+    monkeypatch.setenv("COPILOT_LLM_BACKEND", "local")
+    monkeypatch.setenv("COPILOT_DEDUP_THRESHOLD", "1.5")
+    with pytest.raises(ValidationError, match="dedup_threshold"):
+        Settings()
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    missing = [f"COPILOT_{name.upper()}" for name in Settings.model_fields if f"`COPILOT_{name.upper()}`" not in readme]
+    assert missing == []

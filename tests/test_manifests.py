@@ -1,0 +1,47 @@
+"""The deploy manifests: README front matter for Hugging Face Spaces, and a valid Deta Space v0 Spacefile."""
+
+import re
+
+import yaml
+
+from tests.conftest import ROOT
+
+
+def requirement_version(name: str) -> str:
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.split("==")[0].strip().lower() == name:
+            return line.split("==")[1].strip()
+    raise AssertionError(f"{name} is not pinned")
+
+
+def test_readme_front_matter_for_spaces() -> None:
+    text = (ROOT / "README.md").read_text()
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.DOTALL)
+    assert match, "README.md must start with YAML front matter"
+    meta = yaml.safe_load(match.group(1))
+    assert meta["sdk"] == "gradio"
+    assert meta["app_file"] == "app.py"
+    assert str(meta["sdk_version"]) == requirement_version("gradio")
+    assert (ROOT / meta["app_file"]).exists()
+
+
+def test_readme_quick_start_is_two_commands() -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^make \w+$", section, re.MULTILINE)
+    assert commands == ["make run", "make test"]
+
+
+def test_spacefile_is_a_valid_v0_manifest() -> None:
+    manifest = yaml.safe_load((ROOT / "Spacefile").read_text())
+    assert manifest["v"] == 0
+    micros = manifest["micros"]
+    assert len(micros) == 1
+    micro = micros[0]
+    assert {"name", "src", "engine", "run"} <= set(micro)
+    assert re.fullmatch(r"[a-z0-9-]+", micro["name"])
+    assert micro["engine"] in {"python3.9", "python3.8", "nodejs16", "static", "custom"}
+    assert micro["primary"] is True
+    assert "app.py" in micro["run"]
+    for env in micro["presets"]["env"]:
+        assert env["name"].startswith("COPILOT_") and "default" in env

@@ -1,0 +1,104 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copilot.migrations import MIGRATIONS
+from copilot.store import Store, StoreError, from_blob
+from copilot.vectors import index_files
+
+
+def unit(seed: int, n: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "copilot.db", tmp_path / "index")
+    yield s
+    s.close()
+
+
+def memories(n: int, user: str = "u1") -> list[dict]:
+    return [{"user_id": user, "text": f"memory {i}", "created_at": "2026-01-01"} for i in range(n)]
+
+
+def test_schema_wal_and_migrations_applied_once(tmp_path: Path) -> None:
+    with Store(tmp_path / "c.db", tmp_path / "i") as store:
+        assert store.journal_mode == "wal"
+        assert store.schema_version == len(MIGRATIONS)
+        tables = set(store.db.table_names())
+        assert {"papers", "chunks", "thoughts", "thought_sources", "users", "queries", "feedback", "profiles",
+                "memories", "eval_runs", "_migrations"} <= tables
+    with Store(tmp_path / "c.db", tmp_path / "i") as again:
+        assert again.db["_migrations"].count == len(MIGRATIONS)
+
+
+def test_insert_search_and_reopen(store: Store, tmp_path: Path) -> None:
+    vectors = unit(0, 6)
+    ids = store.insert_with_vectors("memories", memories(6), vectors)
+    assert len(ids) == 6
+    assert store.search("memories", vectors[2], 1)[0][0] == ids[2]
+    stored = store.db["memories"].get(ids[4])
+    assert np.allclose(from_blob(stored["embedding"]), vectors[4])
+    store.close()
+    with Store(tmp_path / "copilot.db", tmp_path / "index") as reopened:
+        assert reopened.search("memories", vectors[5], 1)[0][0] == ids[5]
+        assert reopened.check_consistency() == {"chunks": True, "thoughts": True, "memories": True}
+
+
+def test_update_and_delete_keep_index_in_step(store: Store) -> None:
+    vectors = unit(1, 4)
+    ids = store.insert_with_vectors("memories", memories(4), vectors)
+    store.update_vector("memories", ids[0], {"text": "changed"}, vectors[3])
+    top = store.search("memories", vectors[3], 2)
+    assert {i for i, _ in top} == {ids[0], ids[3]}
+    assert store.db["memories"].get(ids[0])["text"] == "changed"
+    assert store.delete_with_vectors("memories", [ids[3]]) == 1
+    assert ids[3] not in [i for i, _ in store.search("memories", vectors[3], 4)]
+    assert store.check_consistency()["memories"]
+    with pytest.raises(StoreError):
+        store.update_vector("memories", 999, {"text": "x"}, vectors[0])
+
+
+def test_failed_batch_stores_nothing(store: Store) -> None:
+    store.insert_with_vectors("memories", memories(2), unit(2, 2))
+    before = store.generation("memories")
+    bad = [{"user_id": "u", "text": "ok", "created_at": "x"}, {"user_id": "u", "text": "x", "no_such_column": 1}]
+    with pytest.raises(StoreError):
+        store.insert_with_vectors("memories", bad, unit(3, 2))
+    with pytest.raises(StoreError, match="nothing was written"):
+        store.insert_with_vectors("memories", [{"user_id": "u", "nope": 1}], unit(3, 1))
+    assert store.db["memories"].count == 2
+    assert store.generation("memories") == before
+    assert store.check_consistency()["memories"]
+
+
+def test_stale_or_corrupt_index_is_rebuilt(store: Store, tmp_path: Path) -> None:
+    vectors = unit(4, 5)
+    ids = store.insert_with_vectors("memories", memories(5), vectors)
+    (path, gen), = index_files(tmp_path / "index", "memories")
+    path.write_bytes(b"garbage")
+    fresh = Store(tmp_path / "copilot.db", tmp_path / "index")
+    try:
+        assert fresh.search("memories", vectors[1], 1)[0][0] == ids[1]
+        # another process bumps the generation: this one notices and reloads
+        store.insert_with_vectors("memories", memories(1), unit(5, 1))
+        assert len(fresh.index("memories")) == 6
+    finally:
+        fresh.close()
+
+
+def test_unknown_vector_table(store: Store) -> None:
+    with pytest.raises(StoreError, match="not a vector table"):
+        store.insert_with_vectors("papers", [{"id": "x"}], unit(0, 1))
+
+
+def test_reindex_gives_identical_results(store: Store) -> None:
+    vectors = unit(6, 30)
+    store.insert_with_vectors("memories", memories(30), vectors)
+    before = [store.search("memories", v, 5) for v in vectors[:5]]
+    assert store.reindex() == {"chunks": 0, "thoughts": 0, "memories": 30}
+    after = [store.search("memories", v, 5) for v in vectors[:5]]
+    assert before == after

@@ -1,0 +1,82 @@
+"""The data model of ingestion, used by every other module in ``ingest/``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PaperMetadata:
+    """What arXiv says about one paper."""
+
+    arxiv_id: str  # without version, e.g. "2104.12255" or "hep-th/9901001"
+    version: str | None  # e.g. "v1"; None when arXiv did not say
+    title: str
+    authors: list[str]
+    abstract: str
+    categories: list[str]
+    primary_category: str
+    published: str  # ISO 8601
+    updated: str  # ISO 8601
+    pdf_url: str
+    doi: str | None = None
+    journal_ref: str | None = None
+    comment: str | None = None
+
+    @property
+    def versioned_id(self) -> str:
+        return f"{self.arxiv_id}{self.version or ''}"
+
+
+@dataclass
+class Section:
+    """One section of a parsed paper; its text is ``ParsedPaper.text[char_start:char_end]``."""
+
+    title: str
+    level: int  # 1 = top-level section, 2 = subsection, ...
+    char_start: int
+    char_end: int
+    page_start: int  # 1-based
+    page_end: int  # 1-based, inclusive
+
+
+@dataclass
+class ParsedPaper:
+    """A PDF turned into clean text with its structure."""
+
+    title: str
+    abstract: str
+    text: str  # clean full text of the body, in reading order
+    sections: list[Section]  # in reading order; covers the body text (not the abstract)
+    references: list[str]  # one entry per reference
+    n_pages: int
+    page_offsets: list[int]  # page_offsets[i] = offset in ``text`` where page i+1 starts
+    warnings: list[str] = field(default_factory=list)
+
+    def section_text(self, section: Section) -> str:
+        return self.text[section.char_start : section.char_end]
+
+    def page_at(self, offset: int) -> int:
+        """The 1-based page holding character ``offset`` of ``text``."""
+        page = 1
+        for i, start in enumerate(self.page_offsets):
+            if start <= offset:
+                page = i + 1
+            else:
+                break
+        return page
+
+
+@dataclass
+class Chunk:
+    """A retrievable piece of a paper: it keeps exactly where it comes from, for citations."""
+
+    paper_id: str
+    seq: int
+    section: str
+    text: str
+    page_start: int
+    page_end: int
+    char_start: int  # offset in ParsedPaper.text
+    char_end: int
+    n_tokens: int

@@ -104,3 +104,12 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     settings = settings or get_settings()
     with _load_lock:
         return _load(settings.embedding_model, settings.embedding_batch_size)
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(model: str = "bundled"):  # noqa: ANN201 - a transformers tokenizer
+    """The embedder's tokenizer alone (fast to load), for token counts and chunking without the model."""
+    from transformers import AutoTokenizer
+
+    path = bundled_model_path() if model == "bundled" else Path(model).expanduser()
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)

@@ -160,3 +160,13 @@ def m001_initial(db: Database) -> None:
     db["thought_sources"].create_index(["source_kind", "source_id"], if_not_exists=True)
     db["queries"].create_index(["user_id"], if_not_exists=True)
     db["memories"].create_index(["user_id"], if_not_exists=True)
+
+
+@migration
+def m002_paper_structure(db: Database) -> None:
+    """Keep what parsing found, so ``show --sections`` needs no re-parse."""
+    papers = db["papers"]
+    for column, kind in (("n_pages", int), ("sections", str), ("references_json", str), ("warnings", str)):
+        if column not in papers.columns_dict:
+            papers.add_column(column, kind)
+    db["papers"].create_index(["file_hash"], if_not_exists=True)

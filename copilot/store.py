@@ -51,6 +51,8 @@ class Store:
         self.conn.execute("PRAGMA foreign_keys=ON")
         self._lock = threading.RLock()
         self._indices: dict[str, tuple[int, VectorIndex | None]] = {}
+        self._depth = 0
+        self._after_commit: list = []
         with self._lock:
             migrate(self.db)
 
@@ -78,15 +80,34 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """An immediate write transaction: committed on success, rolled back on any error."""
+        """An immediate write transaction: committed on success, rolled back on any error.
+
+        Re-entrant: a nested call joins the outer transaction. Index updates queued inside it run only after
+        the outermost COMMIT, so an index never holds vectors of a transaction that was rolled back.
+        """
         with self._lock:
+            if self._depth > 0:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
             self.conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            self._after_commit = []
             try:
                 yield self.conn
             except BaseException:
+                self._depth = 0
                 self.conn.execute("ROLLBACK")
+                self._after_commit = []
                 raise
+            self._depth = 0
             self.conn.execute("COMMIT")
+            pending, self._after_commit = self._after_commit, []
+            for apply in pending:
+                apply()
 
     # ----- generations -------------------------------------------------------------------------------
 
@@ -126,50 +147,45 @@ class Store:
                     )
                     ids.append(int(cursor.lastrowid))
                 generation = self._bump(conn, kind)
+                self._queue(kind, generation, lambda index: index.add(ids, vectors), dim=vectors.shape[1])
         except sqlite3.Error as exc:
             raise StoreError(f"could not store {len(records)} {kind} rows, nothing was written: {exc}") from exc
-        self._apply(kind, generation, lambda index: index.add(ids, vectors), dim=vectors.shape[1])
         return ids
 
     def update_vector(self, kind: str, item_id: int, fields: dict[str, Any], vector: np.ndarray) -> None:
         """Replace one row's fields and embedding (e.g. a merged thought keeping the better text)."""
         _check_kind(kind)
         assignments = ", ".join(f"{c} = ?" for c in [*fields, "embedding"])
+
+        def replace(index: VectorIndex) -> None:
+            index.remove([item_id])
+            index.add([item_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
+
         with self.transaction() as conn:
             cursor = conn.execute(
                 f"UPDATE {kind} SET {assignments} WHERE id = ?", [*fields.values(), to_blob(vector), item_id]
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"no {kind} row with id {item_id}")
-            generation = self._bump(conn, kind)
+            self._queue(kind, self._bump(conn, kind), replace, dim=int(np.asarray(vector).size))
 
-        def replace(index: VectorIndex) -> None:
-            index.remove([item_id])
-            index.add([item_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
-
-        self._apply(kind, generation, replace, dim=int(np.asarray(vector).size))
-
-    def delete_with_vectors(self, kind: str, ids: Sequence[int], *, conn: sqlite3.Connection | None = None) -> int:
-        """Delete rows and their vectors; pass ``conn`` to join a transaction the caller already holds."""
+    def delete_with_vectors(self, kind: str, ids: Sequence[int]) -> int:
+        """Delete rows and their vectors (joins the caller's transaction when there is one)."""
         _check_kind(kind)
         ids = [int(i) for i in ids]
         if not ids:
             return 0
         marks = ", ".join("?" * len(ids))
-
-        def run(c: sqlite3.Connection) -> tuple[int, int]:
-            deleted = c.execute(f"DELETE FROM {kind} WHERE id IN ({marks})", ids).rowcount
-            return deleted, self._bump(c, kind)
-
-        if conn is None:
-            with self.transaction() as c:
-                deleted, generation = run(c)
-        else:
-            deleted, generation = run(conn)
-        self._apply(kind, generation, lambda index: index.remove(ids))
+        with self.transaction() as conn:
+            deleted = conn.execute(f"DELETE FROM {kind} WHERE id IN ({marks})", ids).rowcount
+            self._queue(kind, self._bump(conn, kind), lambda index: index.remove(ids))
         return deleted
 
     # ----- indices -----------------------------------------------------------------------------------
+
+    def _queue(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001
+        """Run ``_apply`` once the enclosing transaction has committed."""
+        self._after_commit.append(lambda: self._apply(kind, generation, change, dim))
 
     def _apply(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001
         """Bring the in-memory index to ``generation``: apply ``change`` if it was one step behind, else reload."""
@@ -198,11 +214,17 @@ class Store:
         return ids, matrix
 
     def index(self, kind: str) -> VectorIndex | None:
-        """The index of ``kind`` matching the database now (loaded, or rebuilt if stale); None when empty."""
+        """The index of ``kind`` matching the database now (loaded, or rebuilt if stale); None when empty.
+
+        Inside a write transaction it is the index as of the last commit.
+        """
         _check_kind(kind)
         with self._lock:
-            current = self.generation(kind)
             loaded_gen, index = self._indices.get(kind, (-1, None))
+            if self._depth > 0:
+                # Inside a write transaction the database holds uncommitted rows: keep the last committed index.
+                return index
+            current = self.generation(kind)
             if loaded_gen == current:
                 return index
             index = self._load_or_rebuild(kind)

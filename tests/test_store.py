@@ -102,3 +102,21 @@ def test_reindex_gives_identical_results(store: Store) -> None:
     assert store.reindex() == {"chunks": 0, "thoughts": 0, "memories": 30}
     after = [store.search("memories", v, 5) for v in vectors[:5]]
     assert before == after
+
+
+def test_joined_transaction_is_all_or_nothing(store: Store) -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        with store.transaction() as conn:
+            store.insert_with_vectors("memories", memories(3), unit(7, 3))
+            conn.execute("INSERT INTO users (id, name) VALUES ('u9', 'x')")
+            raise RuntimeError("boom")
+    assert store.db["memories"].count == 0
+    assert store.db["users"].count == 0
+    assert store.generation("memories") == 0
+    assert store.search("memories", unit(7, 1)[0], 3) == []
+    with store.transaction() as conn:
+        ids = store.insert_with_vectors("memories", memories(2), unit(8, 2))
+        conn.execute("INSERT INTO users (id, name) VALUES ('u9', 'x')")
+        assert store.search("memories", unit(8, 2)[0], 1) == [], "the index changes only after the commit"
+    assert store.search("memories", unit(8, 2)[0], 1)[0][0] == ids[0]
+    assert store.check_consistency()["memories"]

@@ -1,0 +1,4 @@
+from ingest.cli import cli
+
+if __name__ == "__main__":
+    cli(prog_name="python -m ingest")

@@ -1,0 +1,108 @@
+"""Section-aware, overlapping, token-based chunks that remember exactly where they come from.
+
+Chunks never cross a section boundary, so a citation names one section. Windows are measured in the
+embedder's own tokens (so a chunk fits the embedder's window and is embedded whole) and overlap so that a
+sentence cut at one window's end is whole in the next. A window end is pulled back to a sentence end when one
+is near, so chunks read as complete sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ingest.models import Chunk, ParsedPaper
+
+ABSTRACT_SECTION = "Abstract"
+_SENTENCE_END = re.compile(r"[.!?][)\]\"']?\s")
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    """Defaults: 240 tokens fits all-MiniLM-L6-v2's 256-token window with its special tokens; 32 overlap."""
+
+    chunk_tokens: int = 240
+    overlap_tokens: int = 32
+    min_tokens: int = 8  # shorter pieces (a lone heading, a page number) carry nothing worth retrieving
+    include_abstract: bool = True
+
+    def __post_init__(self) -> None:
+        if self.chunk_tokens < 16:
+            raise ValueError("chunk_tokens must be at least 16")
+        if not 0 <= self.overlap_tokens < self.chunk_tokens // 2:
+            raise ValueError("overlap_tokens must be between 0 and half of chunk_tokens")
+
+
+def _token_spans(tokenizer, text: str) -> list[tuple[int, int]]:  # noqa: ANN001 - a transformers tokenizer
+    """Character span of every token of ``text``."""
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
+                        verbose=False)
+    return [(int(s), int(e)) for s, e in encoded["offset_mapping"] if e > s]
+
+
+def _snap_to_sentence(text: str, start: int, end: int, floor: int) -> int:
+    """Move ``end`` back to just after the last sentence end in ``text[floor:end]``, if there is one."""
+    best = None
+    for match in _SENTENCE_END.finditer(text, floor, end):
+        best = match.start() + 1
+    return best if best is not None and best > start else end
+
+
+def split_spans(tokenizer, text: str, options: ChunkingOptions) -> list[tuple[int, int, int]]:  # noqa: ANN001
+    """Windows over ``text`` as (char_start, char_end, n_tokens)."""
+    spans = _token_spans(tokenizer, text)
+    windows: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(spans):
+        j = min(i + options.chunk_tokens, len(spans))
+        start, end = spans[i][0], spans[j - 1][1]
+        if j < len(spans):
+            # Only snap within the last quarter of the window, so chunks stay close to full size.
+            floor = spans[i + (3 * (j - i)) // 4][0]
+            snapped = _snap_to_sentence(text, start, end, floor)
+            if snapped < end:
+                end = snapped
+                while j - 1 > i and spans[j - 1][0] >= end:
+                    j -= 1
+        windows.append((start, end, j - i))
+        if j >= len(spans):
+            break
+        i = max(j - options.overlap_tokens, i + 1)
+    return windows
+
+
+def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer, options: ChunkingOptions | None = None  # noqa: ANN001
+                ) -> list[Chunk]:
+    """Every chunk of ``parsed``: the abstract first (offsets into ``parsed.abstract``), then each section.
+
+    Body chunks' offsets index ``parsed.text``; their pages come from ``parsed.page_offsets``.
+    """
+    options = options or ChunkingOptions()
+    chunks: list[Chunk] = []
+    if options.include_abstract and parsed.abstract.strip():
+        for start, end, n in split_spans(tokenizer, parsed.abstract, options):
+            chunks.append(Chunk(paper_id, len(chunks), ABSTRACT_SECTION, parsed.abstract[start:end], 1, 1,
+                                start, end, n))
+    sections = parsed.sections or []
+    if not sections and parsed.text.strip():
+        sections_spans = [("Body", 0, len(parsed.text))]
+    else:
+        sections_spans = [(s.title, s.char_start, s.char_end) for s in sections]
+    for title, sec_start, sec_end in sections_spans:
+        body = parsed.text[sec_start:sec_end]
+        for start, end, n in split_spans(tokenizer, body, options):
+            if n < options.min_tokens:
+                continue
+            abs_start, abs_end = sec_start + start, sec_start + end
+            chunks.append(Chunk(
+                paper_id=paper_id,
+                seq=len(chunks),
+                section=title,
+                text=parsed.text[abs_start:abs_end],
+                page_start=parsed.page_at(abs_start),
+                page_end=parsed.page_at(max(abs_start, abs_end - 1)),
+                char_start=abs_start,
+                char_end=abs_end,
+                n_tokens=n,
+            ))
+    return chunks

@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -31,6 +31,9 @@ reindex: $(VENV)/.runtime-installed
 # Benchmarks measure; they are not tests. Each prints a Markdown table.
 bench-ingest: $(VENV)/.runtime-installed
 	$(PY) -m ingest.bench
+
+bench-thoughts: $(VENV)/.runtime-installed
+	$(PY) -m copilot.session_bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

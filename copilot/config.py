@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
     llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores.")
     llm_context_tokens: int = Field(4096, ge=512, description="Context window of the local model.")
-    max_answer_tokens: int = Field(384, ge=16, description="Cap on the length of one generated answer.")
+    max_answer_tokens: int = Field(256, ge=16, description="Cap on the length of one generated answer.")
     temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of answers.")
     repeat_penalty: float = Field(1.15, ge=1.0, le=2.0, description="Local model: discourages loops.")
 

@@ -226,6 +226,16 @@ class _PoliteClient(arxiv.Client):
                     _sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
+    def wait_turn(self) -> None:
+        """Wait until this process may speak to arXiv again, and take the turn (used before PDF downloads)."""
+        delay = max(self.delay_seconds, MIN_DELAY_SECONDS)
+        with _RATE_LIMIT.lock:
+            if _RATE_LIMIT.last_call is not None:
+                wait = _RATE_LIMIT.last_call + delay - _now()
+                if wait > 0:
+                    _sleep(wait)
+            _RATE_LIMIT.last_call = _now()
+
     def _get(self, url: str) -> requests.Response:
         """One GET, at least the configured delay after the previous request of this process."""
         delay = max(self.delay_seconds, MIN_DELAY_SECONDS)
@@ -345,6 +355,10 @@ class ArxivClient:
     @property
     def page_size(self) -> int:
         return self._client.page_size
+
+    def wait_turn(self) -> None:
+        """Take this process's next turn to speak to arXiv (PDF downloads are as polite as API calls)."""
+        self._client.wait_turn()
 
     # -- look-ups by id --------------------------------------------------------------------
 

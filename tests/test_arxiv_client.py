@@ -588,3 +588,24 @@ def test_rate_limit_spaces_pages_and_retries(make_client, recordings, clock: Fak
     flaky_http = type("H", (), {"get": staticmethod(timed_get)})
     make_client(http=flaky_http, delay_seconds=3.0, backoff_seconds=1.0).by_id("1605.08386")
     assert gaps(times) == [3.0]  # the 1 s backoff is not enough on its own: the rate limit adds 2 s
+
+
+def test_pdf_downloads_take_a_turn_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wait_turn`` spaces PDF downloads from API calls by the same process-wide delay."""
+    from ingest import arxiv_client as mod
+
+    clock = {"now": 100.0}
+    slept: list[float] = []
+    monkeypatch.setattr(mod, "_now", lambda: clock["now"])
+
+    def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock["now"] += seconds
+
+    monkeypatch.setattr(mod, "_sleep", fake_sleep)
+    monkeypatch.setattr(mod._RATE_LIMIT, "last_call", None)
+    client = mod.ArxivClient()
+    client.wait_turn()
+    clock["now"] += 1.0
+    client.wait_turn()
+    assert slept == [pytest.approx(2.0)]

@@ -56,3 +56,18 @@ def test_prompt_too_long_for_the_context_is_a_clear_error(llm: LlamaCppModel) ->
 def test_missing_gguf_path_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
     with pytest.raises(LLMError, match="GGUF model file not found"):
         build_llm(Settings(llm_backend="local", llm_model=str(tmp_path / "nope.gguf")))
+
+
+def test_choice_probe_reads_the_models_own_probabilities(llm: LlamaCppModel) -> None:
+    from copilot import prompts
+    from copilot.llm import ChoiceProbe
+
+    good, bad = ChoiceProbe(prompts.THOUGHT_MARKER), ChoiceProbe(prompts.THOUGHT_MARKER)
+    question = "What does SPECTER use to train document embeddings?"
+    llm.chat(prompts.thought_messages(question, "SPECTER trains document embeddings with a triplet loss on the "
+                                      "citation graph [1]."), max_tokens=80, temperature=0.0, probe=good)
+    llm.chat(prompts.thought_messages(question, "The sources do not say."), max_tokens=80, temperature=0.0,
+             probe=bad)
+    assert good.probabilities is not None and bad.probabilities is not None
+    assert sum(good.probabilities.values()) == pytest.approx(1.0)
+    assert good.probabilities["yes"] > bad.probabilities["yes"], (good.probabilities, bad.probabilities)

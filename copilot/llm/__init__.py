@@ -9,11 +9,12 @@ from __future__ import annotations
 import threading
 
 from copilot.config import Settings, get_settings
-from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message, UsageCounter
+from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, UsageCounter
 from copilot.llm.json_reply import NoJSONObject, extract_json_object
 
 __all__ = [
     "ChatModel",
+    "ChoiceProbe",
     "GenerationOptions",
     "LLMError",
     "Message",

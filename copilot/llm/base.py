@@ -20,12 +20,28 @@ class LLMError(RuntimeError):
 
 
 @dataclass
+class ChoiceProbe:
+    """Asks a backend for the model's own probabilities of ``choices`` right after ``marker`` in its reply.
+
+    A tiny model states confidences by copying numbers from its examples; the probability it gives "yes"
+    after "answered:" is a far better signal and costs nothing extra: it is read during the same call.
+    Backends that cannot read token probabilities leave ``probabilities`` as None.
+    """
+
+    marker: str
+    choices: tuple[str, ...] = ("yes", "no")
+    probabilities: dict[str, float] | None = None
+
+
+@dataclass
 class GenerationOptions:
     """Per-call knobs shared by all backends."""
 
     max_tokens: int = 384
     temperature: float = 0.2
     stop: list[str] | None = None
+    probe: ChoiceProbe | None = None
+    grammar: str | None = None  # GBNF; backends that cannot constrain decoding ignore it
 
 
 @dataclass
@@ -61,9 +77,12 @@ class ChatModel(ABC):
         max_tokens: int = 384,
         temperature: float = 0.2,
         stop: list[str] | None = None,
+        probe: ChoiceProbe | None = None,
+        grammar: str | None = None,
     ) -> Iterator[str]:
         """Stream the reply to ``messages`` piece by piece, counting the call and its tokens."""
-        options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop)
+        options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop, probe=probe,
+                                    grammar=grammar)
         prompt_tokens = sum(self.count_tokens(m.get("content", "")) for m in messages)
         pieces: list[str] = []
         try:
@@ -84,9 +103,12 @@ class ChatModel(ABC):
         max_tokens: int = 384,
         temperature: float = 0.2,
         stop: list[str] | None = None,
+        probe: ChoiceProbe | None = None,
+        grammar: str | None = None,
     ) -> str:
-        """The whole reply to ``messages``."""
-        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop))
+        """The whole reply to ``messages`` (``probe``, when given, is filled in where the backend can)."""
+        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
+                                   probe=probe, grammar=grammar))
 
     def describe(self) -> str:
         """A short human-readable name for logs and the doctor."""

@@ -13,7 +13,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
+import numpy as np
+
+from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message
 
 BUNDLED_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -55,6 +57,7 @@ class LlamaCppModel(ChatModel):
         self.name = f"local:{path.name}"
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
+        self._grammars: dict = {}
         try:
             self._llama = Llama(
                 model_path=str(path),
@@ -86,6 +89,43 @@ class LlamaCppModel(ChatModel):
             )
         return max(1, min(wanted, room))
 
+    def _grammar(self, gbnf: str):  # noqa: ANN202 - a llama.cpp LlamaGrammar
+        """Compiled once per grammar text: a tiny model keeps a reply format only when decoding enforces it."""
+        from llama_cpp import LlamaGrammar
+
+        if gbnf not in self._grammars:
+            self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
+        return self._grammars[gbnf]
+
+    def _choice_tokens(self, choice: str) -> list[int]:
+        """First token of each spelling of ``choice`` the model may produce after a marker."""
+        ids = set()
+        for variant in (choice, f" {choice}", choice.capitalize(), f" {choice.capitalize()}"):
+            tokens = self._llama.tokenize(variant.encode("utf-8"), add_bos=False, special=False)
+            if tokens:
+                ids.add(tokens[0])
+        return sorted(ids)
+
+    def _probe_processor(self, probe: ChoiceProbe):  # noqa: ANN202 - a llama.cpp LogitsProcessorList
+        """A logits processor that reads the next-token distribution once the reply ends with the marker."""
+        from llama_cpp import LogitsProcessorList
+
+        choice_ids = {c: self._choice_tokens(c) for c in probe.choices}
+        marker = probe.marker.strip()
+
+        def read(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if probe.probabilities is None:
+                tail = self._llama.detokenize(list(input_ids[-8:])).decode("utf-8", errors="ignore")
+                if tail.rstrip().endswith(marker):
+                    shifted = np.exp(scores - scores.max())
+                    total = shifted.sum()
+                    mass = {c: float(shifted[ids].sum() / total) for c, ids in choice_ids.items()}
+                    norm = sum(mass.values()) or 1.0
+                    probe.probabilities = {c: m / norm for c, m in mass.items()}
+            return scores
+
+        return LogitsProcessorList([read])
+
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         with self._lock:
             max_tokens = self._fit_max_tokens(messages, options.max_tokens)
@@ -97,6 +137,8 @@ class LlamaCppModel(ChatModel):
                     repeat_penalty=self.repeat_penalty,
                     stop=options.stop,
                     stream=True,
+                    logits_processor=self._probe_processor(options.probe) if options.probe else None,
+                    grammar=self._grammar(options.grammar) if options.grammar else None,
                 )
                 for chunk in chunks:
                     delta = chunk["choices"][0].get("delta", {})  # type: ignore[index]

@@ -1,0 +1,237 @@
+"""The copilot: answer a question from paper chunks and thoughts, then grow the memory in the background.
+
+``ask_stream`` retrieves (one query embedding, both indices), packs the context, streams an answer with
+numbered citations and records the query. Thought writing is queued to a background worker, so the user
+sees the whole answer before the thought call starts; ``flush`` waits for the queue (tests, the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from copilot import prompts
+from copilot.config import Settings
+from copilot.embeddings import Embedder
+from copilot.llm import ChatModel
+from copilot.retrieval import pack_context, retrieve_mixture
+from copilot.store import Store
+from copilot.thoughts import ThoughtMemory, ThoughtOutcome
+from copilot.types import RetrievedItem
+
+DEFAULT_USER = "local"
+
+
+@dataclass
+class AskResult:
+    """One answered question: what the user saw, what it was built from, and what it cost."""
+
+    query_id: int
+    question: str
+    answer: str
+    sources: list[RetrievedItem]
+    timings: dict[str, float] = field(default_factory=dict)
+    llm_calls: int = 1
+    thought: ThoughtOutcome | None = None  # None while the background worker has not written it
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "answer": self.answer,
+            "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
+                         "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
+                         "confidence": s.confidence, "score": round(s.score, 4), "label": s.label}
+                        for n, s in enumerate(self.sources, start=1)],
+            "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
+            "llm_calls": self.llm_calls + (self.thought.llm_calls if self.thought else 0),
+            "timings": self.timings,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def source_text(item: RetrievedItem) -> str:
+    """How one source is shown to the LLM: where it comes from, then its text."""
+    if item.kind == "thought":
+        return f"(earlier finding) {item.text}"
+    return f"({item.paper_title or item.paper_id}, {item.section}) {item.text}"
+
+
+def trim_repetition(text: str) -> str | None:
+    """``text`` cut before its first repeated paragraph or sentence, or None when nothing repeats yet."""
+    paragraphs = [p.strip() for p in text.split("\n\n")]
+    seen: set[str] = set()
+    for i, paragraph in enumerate(paragraphs[:-1]):  # the last one may still be growing
+        if paragraph and paragraph in seen:
+            return "\n\n".join(paragraphs[:i]).strip()
+        seen.add(paragraph)
+    sentences = [s.strip() for s in text.replace("\n", " ").split(". ")]
+    complete = sentences[:-1]
+    if len(complete) >= 2 and len(complete[-1]) > 20 and complete[-1] in complete[:-1]:
+        cut = text.rfind(complete[-1])
+        return text[:cut].strip()
+    return None
+
+
+class ThoughtWorker:
+    """One background thread that writes thoughts in order; jobs never block the answer."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="thought-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job) -> None:  # noqa: ANN001 - a callable with no arguments
+        self._queue.put(job)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued thought is written; False if ``timeout`` passed first."""
+        if timeout is None:
+            self._queue.join()
+            return True
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a failed thought must not stop the worker
+                import logging
+
+                logging.getLogger(__name__).exception("thought writing failed")
+            finally:
+                self._queue.task_done()
+
+
+class Copilot:
+    """Questions in, cited answers out, thoughts remembered."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.llm = llm
+        self.memory = ThoughtMemory(store, embedder, llm, settings)
+        self.worker = ThoughtWorker()
+
+    @classmethod
+    def open(cls, settings: Settings) -> Copilot:
+        from copilot.embeddings import get_embedder
+        from copilot.llm import get_llm
+
+        return cls(settings, Store.open(settings), get_embedder(settings), get_llm(settings))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return self.worker.flush(timeout)
+
+    def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
+                 paper_ids: list[str] | None = None) -> list[RetrievedItem]:
+        s = self.settings
+        vector = self.embedder.encode_query(question)
+        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
+                                      include_public=include_public, min_confidence=s.min_confidence,
+                                      paper_ids=paper_ids)
+        return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
+                            dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
+
+    def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
+                   write_thought: bool = True, include_public: bool = False,
+                   paper_ids: list[str] | None = None) -> Iterator[str | AskResult]:
+        """Yield the answer text as it grows, then the final :class:`AskResult`."""
+        question = question.strip()
+        if not question:
+            raise ValueError("Ask a question first.")
+        t0 = time.perf_counter()
+        items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
+                              paper_ids=paper_ids)
+        t1 = time.perf_counter()
+        messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
+                    {"role": "user", "content": prompts.answer_user(question, [source_text(i) for i in items])}]
+        answer = ""
+        stream = self.llm.stream(messages, max_tokens=self.settings.max_answer_tokens,
+                                 temperature=self.settings.temperature)
+        for piece in stream:
+            answer += piece
+            trimmed = trim_repetition(answer)
+            if trimmed is not None:
+                stream.close()  # a small model that starts repeating itself has nothing more to say
+                answer = trimmed
+                yield answer
+                break
+            yield answer
+        answer = answer.strip()
+        t2 = time.perf_counter()
+        timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1)}
+        query_id = self._record(user_id, question, answer, items, timings)
+        result = AskResult(query_id, question, answer, items, timings)
+        if write_thought:
+            self.worker.submit(lambda: self._write_thought(result, user_id))
+        else:
+            result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
+            self._record_outcome(query_id, result.thought, 0.0)
+        yield result
+
+    def ask(self, question: str, **kwargs) -> AskResult:  # noqa: ANN003 - see ask_stream
+        result = None
+        for update in self.ask_stream(question, **kwargs):
+            result = update
+        assert isinstance(result, AskResult)
+        return result
+
+    def _record(self, user_id: str, question: str, answer: str, items: list[RetrievedItem],
+                timings: dict[str, float]) -> int:
+        retrieved = [{"kind": i.kind, "id": i.id, "depth": i.depth, "confidence": i.confidence,
+                      "score": round(i.score, 4), "paper_id": i.paper_id} for i in items]
+        with self.store.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO queries (user_id, text, answer, retrieved, thought_outcome, timings, llm_calls, "
+                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, 1, ?)",
+                [user_id, question, answer, json.dumps(retrieved), json.dumps(timings), _now()])
+            return int(cursor.lastrowid)
+
+    def _write_thought(self, result: AskResult, user_id: str) -> None:
+        start = time.perf_counter()
+        outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
+                                    items=result.sources)
+        elapsed = round(1000 * (time.perf_counter() - start), 1)
+        result.timings["thought_ms"] = elapsed
+        self._record_outcome(result.query_id, outcome, elapsed)
+        result.thought = outcome
+
+    def _record_outcome(self, query_id: int, outcome: ThoughtOutcome, thought_ms: float) -> None:
+        with self.store.transaction() as conn:
+            timings = json.loads(conn.execute("SELECT timings FROM queries WHERE id = ?", [query_id]).fetchone()[0])
+            timings["thought_ms"] = thought_ms
+            conn.execute("UPDATE queries SET thought_id = ?, thought_outcome = ?, thought_reason = ?, timings = ?, "
+                         "llm_calls = 1 + ? WHERE id = ?",
+                         [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(timings),
+                          outcome.llm_calls, query_id])
+
+    # ----- feedback ----------------------------------------------------------------------------------
+
+    def feedback(self, query_id: int, value: int, *, user_id: str = DEFAULT_USER) -> dict[str, Any]:
+        """Thumbs up (+1) or down (-1) on an answer; moves the confidence of the thought made from it."""
+        if value not in (1, -1):
+            raise ValueError("feedback is +1 (up) or -1 (down)")
+        row = self.store.conn.execute("SELECT user_id, thought_id FROM queries WHERE id = ?", [query_id]).fetchone()
+        if row is None or row[0] != user_id:
+            raise ValueError(f"No answer #{query_id} for this user.")
+        with self.store.transaction() as conn:
+            conn.execute("INSERT INTO feedback (query_id, user_id, value, created_at) VALUES (?, ?, ?, ?)",
+                         [query_id, user_id, value, _now()])
+        confidence = self.memory.apply_feedback(row[1], value) if row[1] is not None else None
+        return {"query_id": query_id, "thought_id": row[1], "confidence": confidence}

@@ -1,0 +1,113 @@
+"""Retrieval over paper chunks and thoughts together: one query vector, both indices, one ranked list.
+
+Candidates (5×K from each index) are merged by cosine, then kept greedily: an item whose cosine to an item
+already kept exceeds the dedup threshold adds nothing new and is skipped; items are packed until K are kept
+or the token budget is spent. Thoughts are scoped to the asking user plus, when asked for, the public pool,
+and only confident, unflagged thoughts are retrieved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from copilot.store import Store, from_blob
+from copilot.types import PackedContext, RetrievedItem
+
+CANDIDATE_FACTOR = 5
+
+
+def allowed_thought_ids(store: Store, user_id: str, *, include_public: bool, min_confidence: float) -> list[int]:
+    """Thoughts ``user_id`` may retrieve: their own (and public ones if asked), confident and not flagged."""
+    scope = "(user_id = ? OR public = 1)" if include_public else "user_id = ?"
+    rows = store.conn.execute(
+        f"SELECT id FROM thoughts WHERE {scope} AND COALESCE(flagged, 0) = 0 AND confidence >= ?",
+        [user_id, min_confidence],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def allowed_chunk_ids(store: Store, paper_ids: Sequence[str]) -> list[int]:
+    marks = ", ".join("?" * len(paper_ids))
+    return [r[0] for r in store.conn.execute(f"SELECT id FROM chunks WHERE paper_id IN ({marks})", list(paper_ids))]
+
+
+def _chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
+    if not hits:
+        return []
+    scores = dict(hits)
+    marks = ", ".join("?" * len(hits))
+    rows = store.conn.execute(
+        f"""SELECT c.id, c.text, c.paper_id, c.section, c.page_start, c.page_end, c.n_tokens, c.embedding, p.title
+            FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.id IN ({marks})""",
+        list(scores),
+    ).fetchall()
+    return [
+        (RetrievedItem("chunk", r[0], r[1], scores[r[0]], depth=0, paper_id=r[2], section=r[3], page_start=r[4],
+                       page_end=r[5], n_tokens=r[6] or 0, paper_title=r[8]), from_blob(r[7]))
+        for r in rows
+    ]
+
+
+def _thought_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
+    if not hits:
+        return []
+    scores = dict(hits)
+    marks = ", ".join("?" * len(hits))
+    rows = store.conn.execute(
+        f"SELECT id, text, depth, confidence, embedding FROM thoughts WHERE id IN ({marks})", list(scores)
+    ).fetchall()
+    return [(RetrievedItem("thought", r[0], r[1], scores[r[0]], depth=r[2] or 1, confidence=r[3]), from_blob(r[4]))
+            for r in rows]
+
+
+def retrieve_mixture(
+    store: Store,
+    query_vector: np.ndarray,
+    *,
+    user_id: str,
+    k: int = 8,
+    include_thoughts: bool = True,
+    include_public: bool = False,
+    min_confidence: float = 0.5,
+    paper_ids: Sequence[str] | None = None,
+) -> list[tuple[RetrievedItem, np.ndarray]]:
+    """Up to 5×K candidates from each index, with their vectors, best cosine first."""
+    n = CANDIDATE_FACTOR * k
+    chunk_scope = allowed_chunk_ids(store, paper_ids) if paper_ids is not None else None
+    candidates = _chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
+    if include_thoughts:
+        scope = allowed_thought_ids(store, user_id, include_public=include_public, min_confidence=min_confidence)
+        if scope:
+            candidates += _thought_items(store, store.search("thoughts", query_vector, n, scope))
+    candidates.sort(key=lambda pair: pair[0].score, reverse=True)
+    return candidates
+
+
+def pack_context(
+    candidates: list[tuple[RetrievedItem, np.ndarray]],
+    *,
+    k: int = 8,
+    budget_tokens: int = 2000,
+    dedup_threshold: float = 0.85,
+    count_tokens: Callable[[str], int] | None = None,
+) -> PackedContext:
+    """Keep candidates greedily: skip near-duplicates of kept items and items that overflow the budget."""
+    packed = PackedContext(candidates=len(candidates))
+    kept_vectors: list[np.ndarray] = []
+    for item, vector in candidates:
+        if len(packed.items) >= k:
+            break
+        if kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > dedup_threshold:
+            packed.skipped_duplicates += 1
+            continue
+        tokens = count_tokens(item.text) if count_tokens else (item.n_tokens or len(item.text) // 4)
+        if packed.tokens + tokens > budget_tokens:
+            packed.skipped_budget += 1
+            continue
+        item.n_tokens = tokens
+        packed.items.append(item)
+        packed.tokens += tokens
+        kept_vectors.append(vector)
+    return packed

@@ -1,0 +1,92 @@
+"""``python -m copilot.session_bench`` (``make bench-thoughts``): ten questions in a row through the real engine.
+
+Adds the papers of a folder to a fresh library, asks a fixed sequence with repeats and paraphrases, and
+records for each question what was retrieved (chunks, thoughts and their depths), what happened to the new
+thought, and two separate times: the user-visible ask (retrieve + answer) and the background thought writing.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from copilot.config import Settings, apply_offline_defaults
+
+DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "papers"
+QUESTIONS = [
+    "What is S2ORC?",
+    "How many papers does S2ORC contain?",
+    "What is S2ORC?",  # a repeat
+    "How is SPECTER trained?",
+    "What training signal does SPECTER learn from?",  # a paraphrase
+    "What is the literature graph of Semantic Scholar?",
+    "How is SPECTER trained?",  # a repeat
+    "Which nodes and edges make up the Semantic Scholar literature graph?",
+    "What does LongEval recommend for human evaluation of faithfulness?",
+    "How could S2ORC and SPECTER be used together for paper recommendation?",
+]
+
+
+def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> dict:
+    from copilot.engine import Copilot
+    from ingest.library import Library
+
+    copilot = Copilot.open(settings)
+    library = Library.open(settings, store=copilot.store, embedder=copilot.embedder)
+    for pdf in sorted(papers_dir.glob("*.pdf")):
+        library.add_pdf(pdf)
+    rows = []
+    for n, question in enumerate(questions, start=1):
+        start = time.perf_counter()
+        result = copilot.ask(question)
+        visible_ms = 1000 * (time.perf_counter() - start)
+        copilot.flush()
+        record = result.as_dict()
+        rows.append({
+            "n": n, "question": question, "ask_ms": round(visible_ms, 1),
+            "thought_ms": result.timings.get("thought_ms"),
+            "retrieved": [f"{s['kind']}#{s['id']}@d{s['depth']}" for s in record["sources"]],
+            "thoughts_retrieved": sum(s["kind"] == "thought" for s in record["sources"]),
+            "max_depth_retrieved": max((s["depth"] for s in record["sources"]), default=0),
+            "thought": {k: record["thought"].get(k) for k in ("outcome", "reason", "thought_id", "depth",
+                                                              "confidence")},
+            "llm_calls": record["llm_calls"], "answer": result.answer,
+        })
+    stats = copilot.memory.stats()
+    outcomes = [r["thought"]["outcome"] for r in rows]
+    return {
+        "questions": rows,
+        "summary": {
+            "added": outcomes.count("added"), "merged": outcomes.count("merged"), "dropped": outcomes.count("dropped"),
+            "max_thought_depth": max(stats["by_depth"], default=0), "thoughts_by_depth": stats["by_depth"],
+            "answers_retrieving_thoughts": sum(r["thoughts_retrieved"] > 0 for r in rows),
+            "utilisation": stats["utilisation"],
+            "ask_ms_median": round(statistics.median(r["ask_ms"] for r in rows), 1),
+            "thought_ms_median": round(statistics.median(r["thought_ms"] or 0 for r in rows), 1),
+            "max_llm_calls_per_query": max(r["llm_calls"] for r in rows),
+        },
+    }
+
+
+@click.command(help="Ask ten questions in a row on the real papers with the configured LLM; print the record.")
+@click.option("--papers", "papers_dir", type=click.Path(path_type=Path), default=DEFAULT_PAPERS, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the JSON record here.")
+@click.option("--data-dir", default=None, help="Keep the library and memory here (default: a temporary folder).")
+def main(papers_dir: Path, out: Path | None, data_dir: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(data_dir=Path(data_dir or tmp))
+        apply_offline_defaults(settings)
+        report = run_session(settings, papers_dir, QUESTIONS)
+    text = json.dumps(report, indent=2)
+    if out:
+        out.write_text(text)
+    click.echo(text)
+
+
+if __name__ == "__main__":
+    main()

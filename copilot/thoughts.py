@@ -1,0 +1,284 @@
+"""Thought memory: past answers distilled into thoughts, filtered, merged and stored with provenance.
+
+After an answer, ONE LLM call restates (question, answer) as a self-contained thought and gives a verdict on
+whether the answer really answers. Meaningless thoughts are dropped (invalid, low confidence, too short, a
+refusal, or a near copy of one source chunk); a thought close to a stored one is merged into it (support +1,
+confidence max, provenance union, the better text kept) instead of being stored twice. A stored thought
+records which chunks and thoughts it came from and its abstraction depth: 1 + the deepest of its sources.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from copilot import prompts
+from copilot.config import Settings
+from copilot.embeddings import Embedder
+from copilot.llm import ChatModel, ChoiceProbe, LLMError, extract_json_object
+from copilot.llm.json_reply import NoJSONObject
+from copilot.store import Store, from_blob
+from copilot.types import RetrievedItem
+
+MIN_THOUGHT_WORDS = 6
+THOUGHT_MAX_TOKENS = 120
+FEEDBACK_UP = 0.1
+FEEDBACK_DOWN = 0.25
+# Answers that only say the sources cannot tell carry no knowledge worth keeping.
+_REFUSAL = re.compile(
+    r"\b(sources? (do|does) not (say|contain|mention|provide)|do(es)? not (say|mention)|(i|we) (do not|don't) know|"
+    r"no information|not (enough|sufficient) information|cannot (be )?(determined|answer(ed)?)|not mentioned)\b",
+    re.IGNORECASE,
+)
+_CITATION = re.compile(r"\[(\d{1,2})\]")
+
+
+@dataclass
+class Distilled:
+    """What the one thought call returned."""
+
+    thought: str
+    valid: bool
+    confidence: float
+    source: str  # "probe": the model's token probability; "stated": what it wrote
+
+
+@dataclass
+class ThoughtOutcome:
+    """What happened to one answer's thought: added, merged or dropped (and why)."""
+
+    outcome: str  # "added" | "merged" | "dropped"
+    reason: str = ""
+    thought_id: int | None = None
+    depth: int | None = None
+    confidence: float | None = None
+    text: str = ""
+    llm_calls: int = 0
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _clamp(value: float) -> float:
+    return float(min(1.0, max(0.0, value)))
+
+
+def parse_thought_reply(reply: str) -> tuple[str, str | None, float | None]:
+    """(thought, stated verdict, stated confidence) from a JSON object or ``key: value`` lines."""
+    try:
+        data = extract_json_object(reply)
+        thought = str(data.get("thought") or "").strip()
+        verdict = data.get("answered", data.get("valid"))
+        verdict = None if verdict is None else ("yes" if verdict in (True, "yes", "true", "Yes") else "no")
+        confidence = data.get("confidence")
+        return thought, verdict, float(confidence) if isinstance(confidence, int | float) else None
+    except NoJSONObject:
+        pass
+    fields: dict[str, str] = {}
+    for line in reply.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("thought", "answered", "valid", "confidence"):
+            fields.setdefault(key.strip().lower(), value.strip())
+    verdict_text = (fields.get("answered") or fields.get("valid") or "").lower()
+    verdict = "yes" if verdict_text.startswith(("yes", "true")) else "no" if verdict_text else None
+    confidence = None
+    if "confidence" in fields:
+        match = re.search(r"\d*\.?\d+", fields["confidence"])
+        confidence = float(match.group()) if match else None
+    return fields.get("thought", "").strip(), verdict, confidence
+
+
+def distill(llm: ChatModel, question: str, answer: str) -> Distilled | None:
+    """The one thought call. None when the reply holds no usable thought."""
+    probe = ChoiceProbe(prompts.THOUGHT_MARKER)
+    reply = llm.chat(prompts.thought_messages(question, answer), max_tokens=THOUGHT_MAX_TOKENS, temperature=0.0,
+                     stop=["\n\n", "Question:"], probe=probe, grammar=prompts.THOUGHT_GRAMMAR)
+    thought, verdict, stated = parse_thought_reply(reply)
+    if not thought:
+        return None
+    if probe.probabilities is not None:
+        confidence = probe.probabilities.get("yes", 0.0)
+        return Distilled(thought, valid=verdict is not None, confidence=_clamp(confidence), source="probe")
+    if verdict is None:
+        return None
+    if stated is None:
+        stated = 0.7 if verdict == "yes" else 0.2
+    return Distilled(thought, valid=verdict == "yes", confidence=_clamp(stated), source="stated")
+
+
+def cited_items(answer: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
+    """The sources an answer cites as [n]; all of them when it cites none (small models often do not)."""
+    numbers = {int(n) for n in _CITATION.findall(answer)}
+    cited = [items[n - 1] for n in sorted(numbers) if 1 <= n <= len(items)]
+    return cited or list(items)
+
+
+class ThoughtMemory:
+    """Writes, merges, scores and deletes the thoughts of a store."""
+
+    def __init__(self, store: Store, embedder: Embedder, llm: ChatModel, settings: Settings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.llm = llm
+        self.settings = settings
+
+    # ----- writing -----------------------------------------------------------------------------------
+
+    def write(self, *, user_id: str, question: str, answer: str, items: list[RetrievedItem],
+              public: bool = False) -> ThoughtOutcome:
+        """Distil, filter, merge or store the thought of one answered question."""
+        if _REFUSAL.search(answer) or not answer.strip():
+            return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell")
+        try:
+            distilled = distill(self.llm, question, answer)
+        except LLMError as exc:
+            return ThoughtOutcome("dropped", f"llm_error: {exc}", llm_calls=1)
+        if distilled is None:
+            return ThoughtOutcome("dropped", "unusable_reply: no thought could be read from the reply", llm_calls=1)
+        outcome = self._filter_and_store(user_id, distilled, answer, items, public)
+        outcome.llm_calls = 1
+        return outcome
+
+    def _filter_and_store(self, user_id: str, distilled: Distilled, answer: str, items: list[RetrievedItem],
+                          public: bool) -> ThoughtOutcome:
+        text, confidence = distilled.thought, distilled.confidence
+        base = {"text": text, "confidence": round(confidence, 3)}
+        if not distilled.valid:
+            return ThoughtOutcome("dropped", "invalid: the answer does not really answer", **base)
+        if confidence < self.settings.min_confidence:
+            return ThoughtOutcome("dropped", f"low_confidence: {confidence:.2f} < {self.settings.min_confidence}",
+                                  **base)
+        if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text):
+            return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
+        vector = self.embedder.encode_documents([text])[0]
+        sources = cited_items(answer, items)
+        chunk_vectors = self._vectors("chunks", [s.id for s in sources if s.kind == "chunk"])
+        if len(chunk_vectors) and float(np.max(chunk_vectors @ vector)) > self.settings.restatement_threshold:
+            return ThoughtOutcome("dropped", "restatement: the thought only repeats one source chunk", **base)
+        target = self._merge_target(user_id, vector)
+        if target is not None:
+            # A thought rebuilt from the very thought it merges into adds no abstraction level.
+            others = [s for s in sources if not (s.kind == "thought" and s.id == target["id"])]
+            return self._merge(target, text, vector, confidence, 1 + max((s.depth for s in others), default=0),
+                               sources)
+        return self._add(user_id, text, vector, confidence, 1 + max((s.depth for s in sources), default=0),
+                         sources, public)
+
+    def _vectors(self, kind: str, ids: list[int]) -> np.ndarray:
+        if not ids:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        marks = ", ".join("?" * len(ids))
+        rows = self.store.conn.execute(f"SELECT embedding FROM {kind} WHERE id IN ({marks})", ids).fetchall()
+        return np.stack([from_blob(r[0]) for r in rows]) if rows else np.zeros((0, self.embedder.dimension))
+
+    def _merge_target(self, user_id: str, vector: np.ndarray) -> dict | None:
+        """The user's stored thought closest to ``vector``, if closer than the merge threshold."""
+        own = [r[0] for r in self.store.conn.execute("SELECT id FROM thoughts WHERE user_id = ?", [user_id])]
+        hits = self.store.search("thoughts", vector, 1, own) if own else []
+        if hits and hits[0][1] > self.settings.merge_threshold:
+            return dict(self.store.db["thoughts"].get(hits[0][0]))
+        return None
+
+    def _provenance_rows(self, thought_id: int, sources: list[RetrievedItem]) -> list[tuple[int, str, int]]:
+        return [(thought_id, s.kind, s.id) for s in sources if not (s.kind == "thought" and s.id == thought_id)]
+
+    def _add(self, user_id: str, text: str, vector: np.ndarray, confidence: float, depth: int,
+             sources: list[RetrievedItem], public: bool) -> ThoughtOutcome:
+        now = _now()
+        record = {"user_id": user_id, "text": text, "confidence": confidence, "support": 1, "depth": depth,
+                  "public": int(public), "flagged": 0, "created_at": now, "updated_at": now}
+        with self.store.transaction() as conn:
+            (thought_id,) = self.store.insert_with_vectors("thoughts", [record], vector[None])
+            conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
+                             "VALUES (?, ?, ?)", self._provenance_rows(thought_id, sources))
+        return ThoughtOutcome("added", "", thought_id, depth, round(confidence, 3), text,
+                              sources=[{"kind": s.kind, "id": s.id, "depth": s.depth} for s in sources])
+
+    def _merge(self, target: dict, text: str, vector: np.ndarray, confidence: float, depth: int,
+               sources: list[RetrievedItem]) -> ThoughtOutcome:
+        """Support +1, confidence max, provenance union; the more confident (then longer) text is kept."""
+        thought_id = int(target["id"])
+        old_conf = float(target["confidence"] or 0.0)
+        new_is_better = (confidence, len(text)) > (old_conf, len(target["text"] or ""))
+        fields = {"support": int(target["support"] or 1) + 1, "confidence": max(old_conf, confidence),
+                  "depth": max(int(target["depth"] or 1), depth) if new_is_better else int(target["depth"] or 1),
+                  "updated_at": _now()}
+        with self.store.transaction() as conn:
+            if new_is_better:
+                self.store.update_vector("thoughts", thought_id, fields | {"text": text}, vector)
+            else:
+                assignments = ", ".join(f"{k} = ?" for k in fields)
+                conn.execute(f"UPDATE thoughts SET {assignments} WHERE id = ?", [*fields.values(), thought_id])
+            conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
+                             "VALUES (?, ?, ?)", self._provenance_rows(thought_id, sources))
+        kept = text if new_is_better else target["text"]
+        return ThoughtOutcome("merged", f"merged into thought #{thought_id} (support {fields['support']})",
+                              thought_id, fields["depth"], round(fields["confidence"], 3), kept,
+                              sources=[{"kind": s.kind, "id": s.id, "depth": s.depth} for s in sources])
+
+    # ----- feedback, reading, deleting ---------------------------------------------------------------
+
+    def apply_feedback(self, thought_id: int, value: int) -> float | None:
+        """Thumbs up raises the thought's confidence, thumbs down lowers it; returns the new confidence."""
+        rows = list(self.store.db["thoughts"].rows_where("id = ?", [thought_id]))
+        if not rows:
+            return None  # the thought was deleted meanwhile
+        row = rows[0]
+        step = FEEDBACK_UP if value > 0 else -FEEDBACK_DOWN
+        confidence = _clamp(float(row["confidence"] or 0.0) + step)
+        with self.store.transaction() as conn:
+            conn.execute("UPDATE thoughts SET confidence = ?, updated_at = ? WHERE id = ?",
+                         [confidence, _now(), thought_id])
+        return confidence
+
+    def get(self, thought_id: int, user_id: str | None = None) -> dict[str, Any] | None:
+        rows = list(self.store.db.query(
+            "SELECT id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at "
+            "FROM thoughts WHERE id = ?", [thought_id]))
+        if not rows or (user_id is not None and rows[0]["user_id"] != user_id and not rows[0]["public"]):
+            return None
+        row = rows[0]
+        row["sources"] = list(self.store.db.query(
+            "SELECT source_kind AS kind, source_id AS id FROM thought_sources WHERE thought_id = ? "
+            "ORDER BY source_kind, source_id", [thought_id]))
+        return row
+
+    def list(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
+        return list(self.store.db.query(
+            f"SELECT id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at "
+            f"FROM thoughts {where} ORDER BY id", params))
+
+    def delete(self, thought_id: int, user_id: str | None = None) -> bool:
+        """Delete a thought (only its owner may); provenance pointing at it goes too."""
+        row = self.store.conn.execute("SELECT user_id FROM thoughts WHERE id = ?", [thought_id]).fetchone()
+        if row is None or (user_id is not None and row[0] != user_id):
+            return False
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM thought_sources WHERE thought_id = ? OR (source_kind = 'thought' AND "
+                         "source_id = ?)", [thought_id, thought_id])
+            self.store.delete_with_vectors("thoughts", [thought_id])
+        return True
+
+    def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        """Counts by depth and the share of retrieved items that were thoughts (utilisation)."""
+        where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
+        by_depth = {int(r[0]): int(r[1]) for r in self.store.conn.execute(
+            f"SELECT depth, COUNT(*) FROM thoughts {where} GROUP BY depth", params)}
+        retrieved = [json_items for (json_items,) in self.store.conn.execute(
+            f"SELECT retrieved FROM queries {where}", params) if json_items]
+        import json
+
+        kinds = [item["kind"] for items in retrieved for item in json.loads(items)]
+        return {"thoughts": sum(by_depth.values()), "by_depth": by_depth,
+                "utilisation": round(kinds.count("thought") / len(kinds), 3) if kinds else 0.0,
+                "queries": len(retrieved)}

@@ -1,0 +1,42 @@
+"""A scripted test double of the LLM interface (tests only): replies are given in advance."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+from copilot.llm.base import ChatModel, GenerationOptions, Message
+
+Reply = str | Callable[[list[Message]], str]
+
+
+class ScriptedLLM(ChatModel):
+    """Answers calls in order from ``replies``; thought calls (recognised by their few-shot prompt) from
+    ``thoughts``, each a (reply text, probability of "yes" or None) pair."""
+
+    name = "scripted"
+
+    def __init__(self, answers: list[Reply] | None = None, thoughts: list[tuple[str, float | None]] | None = None
+                 ) -> None:
+        super().__init__()
+        self.answers = list(answers or [])
+        self.thoughts = list(thoughts or [])
+        self.calls: list[list[Message]] = []
+        self.gate: threading.Event | None = None  # when set, thought calls wait for it
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        self.calls.append(messages)
+        if options.probe is not None:
+            if self.gate is not None:
+                self.gate.wait(timeout=30)
+            reply, p_yes = self.thoughts.pop(0)
+            if p_yes is not None:
+                options.probe.probabilities = {"yes": p_yes, "no": 1 - p_yes}
+        else:
+            reply = self.answers.pop(0) if self.answers else "The sources do not say."
+            reply = reply(messages) if callable(reply) else reply
+        for word in reply.split(" "):
+            yield word + " "

@@ -1,0 +1,50 @@
+"""End to end with the embedded SmolLM2 model: add a real paper, ask twice through the CLI, read the record."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SHARED_DATA, clean_env
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_ask_json_with_the_embedded_model(tmp_path: Path) -> None:
+    env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80"}
+    added = cli("-m", "ingest", "add", str(SHARED_DATA / "papers" / "2020.acl-main.207.pdf"), "--json", env=env)
+    assert added.returncode == 0, added.stderr
+    paper_id = json.loads(added.stdout)["results"][0]["paper_id"]
+
+    first = cli("-m", "copilot", "ask", "How is SPECTER trained?", "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    record = json.loads(first.stdout)
+    assert len(record["answer"].split()) >= 3
+    assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
+    assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))
+    assert record["thought"]["outcome"] in {"added", "merged", "dropped"} and "reason" in record["thought"]
+    assert 1 <= record["llm_calls"] <= 2
+    assert set(record["timings"]) == {"retrieve_ms", "answer_ms", "thought_ms"}
+
+    listed = cli("-m", "copilot", "thoughts", "list", "--json", env=env)
+    thoughts = json.loads(listed.stdout)
+    if record["thought"]["outcome"] == "added":
+        assert [t["id"] for t in thoughts] == [record["thought"]["thought_id"]]
+        assert thoughts[0]["depth"] == 1
+        shown = json.loads(cli("-m", "copilot", "thoughts", "show", str(thoughts[0]["id"]), "--json", env=env).stdout)
+        assert shown["sources"] and all(s["kind"] == "chunk" for s in shown["sources"])
+        deleted = cli("-m", "copilot", "thoughts", "delete", str(thoughts[0]["id"]), env=env)
+        assert deleted.returncode == 0
+        assert json.loads(cli("-m", "copilot", "thoughts", "list", "--json", env=env).stdout) == []
+    else:
+        assert thoughts == []
+
+    no_thoughts = cli("-m", "copilot", "ask", "What is SPECTER?", "--json", "--no-thoughts", env=env)
+    record = json.loads(no_thoughts.stdout)
+    assert record["llm_calls"] == 1 and record["thought"]["outcome"] == "dropped"

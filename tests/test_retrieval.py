@@ -1,0 +1,88 @@
+"""Mixed retrieval over chunks and thoughts: scoping, dedup above 0.85, K and the token budget."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copilot.retrieval import pack_context, retrieve_mixture
+from copilot.store import Store
+
+DIM = 16
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def near(base: np.ndarray, cos: float, seed: int) -> np.ndarray:
+    """A unit vector with cosine ``cos`` to ``base``."""
+    other = np.random.default_rng(seed).normal(size=DIM)
+    other -= other @ base * base
+    other = unit(other)
+    return unit(cos * base + np.sqrt(1 - cos**2) * other)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "c.db", tmp_path / "i")
+    s.db["papers"].insert({"id": "p1", "title": "Paper One"})
+    s.db["papers"].insert({"id": "p2", "title": "Paper Two"})
+    yield s
+    s.close()
+
+
+def add_chunk(store: Store, paper: str, vector: np.ndarray, text: str, n_tokens: int = 10) -> int:
+    return store.insert_with_vectors("chunks", [{"paper_id": paper, "seq": 0, "section": "Intro", "text": text,
+                                                 "page_start": 1, "page_end": 2, "n_tokens": n_tokens}], vector[None])[0]
+
+
+def add_thought(store: Store, user: str, vector: np.ndarray, text: str, confidence: float = 0.8, public: int = 0,
+                flagged: int = 0, depth: int = 1) -> int:
+    return store.insert_with_vectors("thoughts", [{"user_id": user, "text": text, "confidence": confidence,
+                                                   "public": public, "flagged": flagged, "depth": depth}],
+                                     vector[None])[0]
+
+
+def test_mixture_scopes_thoughts(store: Store) -> None:
+    q = unit(np.eye(DIM)[0])
+    c1 = add_chunk(store, "p1", near(q, 0.9, 1), "chunk one")
+    mine = add_thought(store, "ada", near(q, 0.95, 2), "my thought", depth=2)
+    other = add_thought(store, "bob", near(q, 0.97, 3), "bob's private thought")
+    public = add_thought(store, "bob", near(q, 0.6, 4), "bob's public thought", public=1)
+    add_thought(store, "ada", near(q, 0.99, 5), "weak thought", confidence=0.2)
+    add_thought(store, "ada", near(q, 0.98, 6), "flagged thought", flagged=1)
+    got = retrieve_mixture(store, q, user_id="ada", k=8, min_confidence=0.5)
+    assert [(i.kind, i.id) for i, _ in got] == [("thought", mine), ("chunk", c1)]
+    assert got[0][0].depth == 2 and got[0][0].confidence == pytest.approx(0.8)
+    assert got[1][0].paper_title == "Paper One" and got[1][0].label == "Paper One, Intro, pp. 1-2"
+    with_public = retrieve_mixture(store, q, user_id="ada", include_public=True)
+    assert ("thought", public) in [(i.kind, i.id) for i, _ in with_public]
+    assert ("thought", other) not in [(i.kind, i.id) for i, _ in with_public]
+    assert [i.kind for i, _ in retrieve_mixture(store, q, user_id="ada", include_thoughts=False)] == ["chunk"]
+
+
+def test_paper_subset(store: Store) -> None:
+    q = unit(np.eye(DIM)[1])
+    add_chunk(store, "p1", near(q, 0.9, 7), "one")
+    c2 = add_chunk(store, "p2", near(q, 0.5, 8), "two")
+    got = retrieve_mixture(store, q, user_id="ada", paper_ids=["p2"])
+    assert [i.id for i, _ in got] == [c2]
+
+
+def test_pack_skips_near_duplicates_and_respects_k_and_budget(store: Store) -> None:
+    q = unit(np.eye(DIM)[2])
+    a = near(q, 0.9, 10)
+    dup = near(a, 0.9, 11)  # cosine 0.9 > 0.85 to a
+    distinct = near(q, 0.7, 12)
+    ids = [add_chunk(store, "p1", v, f"text {i}", n_tokens=t)
+           for i, (v, t) in enumerate([(a, 100), (dup, 100), (distinct, 100)])]
+    candidates = retrieve_mixture(store, q, user_id="ada")
+    packed = pack_context(candidates, k=8, budget_tokens=2000, dedup_threshold=0.85)
+    assert [i.id for i in packed.items] == [ids[0], ids[2]]
+    assert packed.skipped_duplicates == 1 and packed.tokens == 200
+    assert [i.id for i in pack_context(candidates, k=1).items] == [ids[0]]
+    tight = pack_context(candidates, budget_tokens=150)
+    assert [i.id for i in tight.items] == [ids[0]] and tight.skipped_budget == 1
+    counted = pack_context(candidates, count_tokens=lambda text: 5)
+    assert counted.tokens == 10

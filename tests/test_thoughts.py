@@ -1,0 +1,200 @@
+"""Every branch of the thought pipeline with a scripted LLM and the real embedder."""
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copilot.config import Settings
+from copilot.embeddings import Embedder, get_embedder
+from copilot.engine import Copilot
+from copilot.store import Store
+from copilot.thoughts import ThoughtMemory, parse_thought_reply
+from copilot.types import RetrievedItem
+from tests.scripted_llm import ScriptedLLM
+
+CHUNKS = [
+    ("S2ORC is a large corpus of 81.1 million English-language academic papers spanning many disciplines.", "Intro"),
+    ("SPECTER learns document embeddings with a triplet loss over the citation graph of scientific papers.", "Method"),
+    ("LongEval gives guidelines for human evaluation of faithfulness in long-form summarization.", "Intro"),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return get_embedder(Settings())
+
+
+@pytest.fixture
+def store(tmp_path: Path, embedder: Embedder) -> Store:
+    s = Store(tmp_path / "c.db", tmp_path / "i")
+    s.db["papers"].insert({"id": "p1", "title": "Paper One"})
+    vectors = embedder.encode_documents([t for t, _ in CHUNKS])
+    s.insert_with_vectors("chunks", [{"paper_id": "p1", "seq": i, "section": sec, "text": t, "page_start": 1,
+                                      "page_end": 1, "n_tokens": len(t.split())} for i, (t, sec) in enumerate(CHUNKS)],
+                          vectors)
+    yield s
+    s.close()
+
+
+def settings(**kw) -> Settings:  # noqa: ANN003
+    return Settings(min_confidence=0.3, **kw)
+
+
+def chunk_items(store: Store) -> list[RetrievedItem]:
+    return [RetrievedItem("chunk", r["id"], r["text"], 0.5, depth=0, paper_id="p1", section=r["section"])
+            for r in store.db["chunks"].rows]
+
+
+def reply(thought: str, answered: str = "yes") -> str:
+    return f"thought: {thought}\nanswered: {answered}\n"
+
+
+def memory(store: Store, embedder: Embedder, thoughts: list) -> tuple[ThoughtMemory, ScriptedLLM]:  # noqa: ANN001
+    llm = ScriptedLLM(thoughts=thoughts)
+    return ThoughtMemory(store, embedder, llm, settings()), llm
+
+
+def test_parse_reply_forms() -> None:
+    assert parse_thought_reply("thought: A fact.\nanswered: yes\nconfidence: 0.8") == ("A fact.", "yes", 0.8)
+    assert parse_thought_reply('{"thought": "B", "valid": false, "confidence": 0.1}') == ("B", "no", 0.1)
+    assert parse_thought_reply("nothing useful") == ("", None, None)
+
+
+def test_valid_thought_is_added_with_provenance_and_depth_1(store: Store, embedder: Embedder) -> None:
+    mem, llm = memory(store, embedder, [(reply("SPECTER trains paper embeddings using a triplet loss defined on "
+                                               "citations between papers."), 0.8)])
+    items = chunk_items(store)
+    out = mem.write(user_id="ada", question="How is SPECTER trained?",
+                    answer="SPECTER uses a citation triplet loss [2].", items=items)
+    assert out.outcome == "added" and out.depth == 1 and out.confidence == pytest.approx(0.8)
+    assert out.llm_calls == 1 and len(llm.calls) == 1
+    row = mem.get(out.thought_id)
+    assert row["sources"] == [{"kind": "chunk", "id": items[1].id}], "only the cited source is provenance"
+    assert store.check_consistency()["thoughts"]
+
+
+def test_invalid_low_confidence_short_refusal_unusable(store: Store, embedder: Embedder) -> None:
+    items = chunk_items(store)
+    mem, llm = memory(store, embedder, [
+        (reply("S2ORC is a corpus of many papers from many disciplines.", "no"), None),  # stated: invalid
+        (reply("S2ORC contains academic papers in English from many fields."), 0.1),  # probe: low confidence
+        (reply("It is big."), 0.9),  # too short
+        ("I cannot comply.", None),  # unusable: no thought in the reply
+    ])
+    outcomes = [mem.write(user_id="ada", question="What is S2ORC?", answer="S2ORC is a corpus [1].", items=items)
+                for _ in range(4)]
+    assert [o.outcome for o in outcomes] == ["dropped"] * 4
+    assert [o.reason.split(":")[0] for o in outcomes] == ["invalid", "low_confidence", "too_short_or_empty",
+                                                          "unusable_reply"]
+    refusal = mem.write(user_id="ada", question="Who funded it?", answer="The sources do not say.", items=items)
+    assert refusal.outcome == "dropped" and refusal.reason.startswith("refusal") and refusal.llm_calls == 0
+    assert len(llm.calls) == 4, "a refusal needs no thought call"
+    assert store.db["thoughts"].count == 0
+
+
+def test_restatement_of_one_chunk_is_dropped(store: Store, embedder: Embedder) -> None:
+    mem, _ = memory(store, embedder, [(reply(CHUNKS[0][0]), 0.9)])
+    out = mem.write(user_id="ada", question="What is S2ORC?", answer="S2ORC is a corpus [1].",
+                    items=chunk_items(store))
+    assert out.outcome == "dropped" and out.reason.startswith("restatement")
+
+
+def test_redundant_thought_is_merged(store: Store, embedder: Embedder) -> None:
+    items = chunk_items(store)
+    first = "Researchers can mine the full text of papers with the S2ORC corpus."
+    second = "The S2ORC corpus lets researchers mine the full text of many academic papers."
+    assert float(embedder.encode_documents([first])[0] @ embedder.encode_documents([second])[0]) > 0.85
+    mem, _ = memory(store, embedder, [(reply(first), 0.6), (reply(second), 0.9)])
+    a = mem.write(user_id="ada", question="What is S2ORC?", answer="A corpus of papers [1].", items=items)
+    b = mem.write(user_id="ada", question="How big is S2ORC?", answer="81M papers [1][3].", items=items)
+    assert a.outcome == "added" and b.outcome == "merged" and b.thought_id == a.thought_id
+    row = mem.get(a.thought_id)
+    assert row["support"] == 2 and row["confidence"] == pytest.approx(0.9)
+    assert row["text"] == second, "the more confident text is kept"
+    assert {s["id"] for s in row["sources"]} == {items[0].id, items[2].id}, "provenance is the union"
+    assert store.db["thoughts"].count == 1
+    assert store.check_consistency()["thoughts"]
+    # Another user's identical thought is theirs alone: no merge across users.
+    other, _ = memory(store, embedder, [(reply(second), 0.9)])
+    c = other.write(user_id="bob", question="q", answer="81M papers [1].", items=items)
+    assert c.outcome == "added" and c.thought_id != a.thought_id
+
+
+def test_chains_reach_depth_3(store: Store, embedder: Embedder) -> None:
+    texts = ["SPECTER embeds scientific papers by training a transformer with a citation triplet loss.",
+             "Citation-informed embeddings such as SPECTER help recommend related papers to researchers.",
+             "Paper recommendation systems for researchers can rank candidates with citation-aware vectors."]
+    mem, _ = memory(store, embedder, [(reply(t), 0.8) for t in texts])
+    sources: list[RetrievedItem] = chunk_items(store)[1:2]
+    depths = []
+    for text in texts:
+        out = mem.write(user_id="ada", question="q", answer=f"{text} [1]", items=sources)
+        assert out.outcome == "added", out.reason
+        depths.append(out.depth)
+        sources = [RetrievedItem("thought", out.thought_id, text, 0.9, depth=out.depth, confidence=0.8)]
+    assert depths == [1, 2, 3]
+    top = mem.get(out.thought_id)
+    assert top["sources"] == [{"kind": "thought", "id": out.thought_id - 1}]
+
+
+def test_engine_feedback_and_background_writing(store: Store, embedder: Embedder) -> None:
+    llm = ScriptedLLM(answers=["SPECTER is trained with a citation triplet loss [1]."],
+                      thoughts=[(reply("SPECTER needs no manual labels because citations between papers provide "
+                                       "its training signal."), 0.7)])
+    copilot = Copilot(settings(), store, embedder, llm)
+    llm.gate = threading.Event()
+    result = copilot.ask("How is SPECTER trained?", user_id="ada")
+    assert result.thought is None, "the answer returns before the thought is written"
+    assert "thought_ms" not in result.timings
+    llm.gate.set()
+    assert copilot.flush(timeout=30)
+    assert result.thought.outcome == "added" and result.as_dict()["llm_calls"] == 2
+    record = store.db["queries"].get(result.query_id)
+    assert record["thought_outcome"] == "added" and record["llm_calls"] == 2
+    assert result.sources[0].kind == "chunk" and "triplet" in result.sources[0].text
+    thought_id = result.thought.thought_id
+
+    up = copilot.feedback(result.query_id, 1, user_id="ada")
+    assert up["confidence"] == pytest.approx(0.8)
+    down = copilot.feedback(result.query_id, -1, user_id="ada")
+    assert down["confidence"] == pytest.approx(0.55)
+    with pytest.raises(ValueError):
+        copilot.feedback(result.query_id, -1, user_id="bob")
+    # The thought is retrieved for a related question...
+    assert any(i.kind == "thought" and i.id == thought_id for i in copilot.retrieve("Does SPECTER need labelled data?", user_id="ada"))
+    # ...until enough thumbs down push it under the threshold.
+    copilot.feedback(result.query_id, -1, user_id="ada")
+    assert store.db["thoughts"].get(thought_id)["confidence"] < 0.3
+    assert not any(i.kind == "thought" for i in copilot.retrieve("Does SPECTER need labelled data?", user_id="ada"))
+    assert store.db["feedback"].count == 3
+
+
+def test_no_thoughts_mode(store: Store, embedder: Embedder) -> None:
+    llm = ScriptedLLM(answers=["An answer [1]."])
+    copilot = Copilot(settings(), store, embedder, llm)
+    result = copilot.ask("What is S2ORC?", user_id="ada", use_thoughts=False, write_thought=False)
+    assert result.thought.outcome == "dropped" and len(llm.calls) == 1
+    assert np.all([s.kind == "chunk" for s in result.sources])
+
+
+def test_trim_repetition() -> None:
+    from copilot.engine import trim_repetition
+
+    assert trim_repetition("One fact.\n\nAnother fact.\n\nOne fact.\n\nmore") == "One fact.\n\nAnother fact."
+    assert trim_repetition("A long sentence about corpora here. Then another one follows. "
+                           "A long sentence about corpora here. And") == (
+        "A long sentence about corpora here. Then another one follows.")
+    assert trim_repetition("No repetition. At all here. Still growing") is None
+
+
+def test_merging_into_its_own_source_adds_no_depth(store: Store, embedder: Embedder) -> None:
+    first = "Researchers can mine the full text of papers with the S2ORC corpus."
+    second = "The S2ORC corpus lets researchers mine the full text of many academic papers."
+    mem, _ = memory(store, embedder, [(reply(first), 0.6), (reply(second), 0.9)])
+    a = mem.write(user_id="ada", question="q", answer="x [1]", items=chunk_items(store)[:1])
+    again = mem.write(user_id="ada", question="q", answer="y [1]",
+                      items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6)])
+    assert again.outcome == "merged" and again.depth == 1
+    assert mem.get(a.thought_id)["sources"] == [{"kind": "chunk", "id": chunk_items(store)[0].id}]

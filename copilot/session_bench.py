@@ -19,16 +19,16 @@ from copilot.config import Settings, apply_offline_defaults
 
 DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "papers"
 QUESTIONS = [
-    "What is S2ORC?",
-    "How many papers does S2ORC contain?",
-    "What is S2ORC?",  # a repeat
-    "How is SPECTER trained?",
-    "What training signal does SPECTER learn from?",  # a paraphrase
     "What is the literature graph of Semantic Scholar?",
-    "How is SPECTER trained?",  # a repeat
-    "Which nodes and edges make up the Semantic Scholar literature graph?",
+    "Which nodes and edges make up the Semantic Scholar literature graph?",  # a paraphrase
+    "What is S2ORC?",
+    "How is SPECTER trained?",
+    "What is the literature graph of Semantic Scholar?",  # a repeat
     "What does LongEval recommend for human evaluation of faithfulness?",
-    "How could S2ORC and SPECTER be used together for paper recommendation?",
+    "How could the Semantic Scholar literature graph be checked with the LongEval evaluation guidelines?",
+    "How is SPECTER trained?",  # a repeat
+    "How does the Semantic Scholar literature graph help paper recommendation?",  # builds on earlier answers
+    "What does LongEval recommend for human evaluation of faithfulness?",  # a repeat
 ]
 
 

@@ -34,6 +34,9 @@ _REFUSAL = re.compile(
     r"no information|not (enough|sufficient) information|cannot (be )?(determined|answer(ed)?)|not mentioned)\b",
     re.IGNORECASE,
 )
+# Conversational filler (a small model sometimes talks about the exchange instead of the subject).
+_CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|hope (this|that) helps|happy to help|"
+                       r"the answer is:?\s*$|as an ai)", re.IGNORECASE)
 _CITATION = re.compile(r"\[(\d{1,2})\]")
 
 
@@ -157,7 +160,7 @@ class ThoughtMemory:
         if confidence < self.settings.min_confidence:
             return ThoughtOutcome("dropped", f"low_confidence: {confidence:.2f} < {self.settings.min_confidence}",
                                   **base)
-        if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text):
+        if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text):
             return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
         vector = self.embedder.encode_documents([text])[0]
         sources = cited_items(answer, items)

@@ -30,6 +30,17 @@ def _fail(exc: Exception) -> None:
     sys.exit(1)
 
 
+def _on_library(data_dir: str | None, action):  # noqa: ANN001, ANN202 - action(library) -> result
+    """Run ``action`` on the library and close it; an ``IngestError`` ends the command with its message."""
+    library = _library(data_dir)
+    try:
+        return action(library)
+    except IngestError as exc:
+        _fail(exc)
+    finally:
+        library.store.close()
+
+
 class _Bar:
     """Adapts the library's (fraction, message) progress to a tqdm bar."""
 
@@ -103,9 +114,7 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
 @click.option("--json", "as_json", is_flag=True)
 @data_dir_option
 def list_papers(as_json: bool, data_dir: str | None) -> None:
-    library = _library(data_dir)
-    papers = library.list()
-    library.store.close()
+    papers = _on_library(data_dir, lambda library: library.list())
     if as_json:
         click.echo(json.dumps(papers, indent=2))
         return
@@ -121,14 +130,7 @@ def list_papers(as_json: bool, data_dir: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @data_dir_option
 def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> None:
-    library = _library(data_dir)
-    try:
-        paper = library.show(paper_id)
-    except IngestError as exc:
-        _fail(exc)
-        return
-    finally:
-        library.store.close()
+    paper = _on_library(data_dir, lambda library: library.show(paper_id))
     if not sections:
         paper.pop("sections", None)
     paper["n_references"] = len(paper.pop("references"))
@@ -149,13 +151,6 @@ def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> 
 @click.argument("paper_id")
 @data_dir_option
 def remove(paper_id: str, data_dir: str | None) -> None:
-    library = _library(data_dir)
-    try:
-        result = library.remove(paper_id)
-    except IngestError as exc:
-        _fail(exc)
-        return
-    finally:
-        library.store.close()
+    result = _on_library(data_dir, lambda library: library.remove(paper_id))
     click.echo(f"removed {result.paper_id}: {result.chunks_removed} chunks, "
                f"{result.thoughts_flagged} thoughts flagged")

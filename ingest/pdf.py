@@ -34,6 +34,7 @@ import contextlib
 import functools
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -214,19 +215,27 @@ def _check_is_pdf(data: bytes, label: str) -> None:
     raise PDFError(f"{label} is not a PDF (it does not start with %PDF-); upload the paper's PDF file")
 
 
+_MUPDF_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _quiet_mupdf() -> Iterator[None]:
-    """Keep MuPDF from printing repair messages on stderr; what matters is reported as warnings."""
+    """Keep MuPDF from printing repair messages on stderr; what matters is reported as warnings.
+
+    MuPDF's message switches are process-wide and PyMuPDF is not meant for concurrent use, so documents are
+    opened one at a time (the web app may parse two uploads at once).
+    """
     tools = pymupdf.TOOLS
-    errors, warns = tools.mupdf_display_errors(), tools.mupdf_display_warnings()
-    tools.mupdf_display_errors(False)
-    tools.mupdf_display_warnings(False)
-    try:
-        yield
-    finally:
-        tools.mupdf_display_errors(errors)
-        tools.mupdf_display_warnings(warns)
-        tools.reset_mupdf_warnings()
+    with _MUPDF_LOCK:
+        errors, warns = tools.mupdf_display_errors(), tools.mupdf_display_warnings()
+        tools.mupdf_display_errors(False)
+        tools.mupdf_display_warnings(False)
+        try:
+            yield
+        finally:
+            tools.mupdf_display_errors(errors)
+            tools.mupdf_display_warnings(warns)
+            tools.reset_mupdf_warnings()
 
 
 @dataclass

@@ -198,3 +198,9 @@ def test_merging_into_its_own_source_adds_no_depth(store: Store, embedder: Embed
                       items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6)])
     assert again.outcome == "merged" and again.depth == 1
     assert mem.get(a.thought_id)["sources"] == [{"kind": "chunk", "id": chunk_items(store)[0].id}]
+
+
+def test_conversational_filler_is_dropped(store: Store, embedder: Embedder) -> None:
+    mem, _ = memory(store, embedder, [(reply("I'm glad you're happy with the answer about the corpus."), 0.9)])
+    out = mem.write(user_id="ada", question="q", answer="S2ORC is a corpus [1].", items=chunk_items(store))
+    assert out.outcome == "dropped" and out.reason.startswith("too_short_or_empty")

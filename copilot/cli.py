@@ -156,3 +156,29 @@ def thoughts_delete(thought_id: int, as_json: bool, data_dir: str | None) -> Non
     if not deleted:
         click.echo(f"error: no thought #{thought_id}", err=True)
         sys.exit(1)
+
+
+@cli.command(help="Seed the thought memory of a paper with simulated questions run through the pipeline.")
+@click.argument("paper_id")
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--questions", "n_each", default=5, show_default=True,
+              help="Questions from the title and abstract, and as many from one random paragraph.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--data-dir", default=None)
+def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: str | None) -> None:
+    from dataclasses import asdict
+
+    from copilot.engine import Copilot
+    from copilot.warmup import warm_up
+
+    copilot = Copilot.open(_settings(data_dir))
+    if not copilot.store.db["papers"].count_where("id = ?", [paper_id]):
+        click.echo(f"error: no paper '{paper_id}'; `python -m ingest list` shows the ids", err=True)
+        sys.exit(1)
+    report = warm_up(copilot, paper_id, user_id=user_id, n_abstract=n_each, n_paragraph=n_each)
+    if as_json:
+        click.echo(json.dumps(asdict(report), indent=2))
+        return
+    for question, outcome in zip(report.questions, report.outcomes, strict=True):
+        click.echo(f"{outcome:<8} {question}")
+    click.echo(f"{len(report.questions)} questions, {report.llm_calls} LLM calls")

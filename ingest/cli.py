@@ -73,9 +73,11 @@ def cli() -> None:
 @click.option("--max", "max_results", default=5, show_default=True, help="How many search results to add.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--warmup", "warmup_questions", default=0, show_default=True,
+              help="Seed thoughts: ask this many simulated questions from the abstract and from a paragraph.")
 @data_dir_option
 def add(source: str | None, query: str | None, author: str | None, max_results: int, as_json: bool, quiet: bool,
-        data_dir: str | None) -> None:
+        warmup_questions: int, data_dir: str | None) -> None:
     if sum(x is not None for x in (source, query, author)) != 1:
         raise click.UsageError("give exactly one of: an arXiv id / PDF path, --search, --author")
     library = _library(data_dir)
@@ -95,8 +97,9 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
         _fail(exc)
         return
     bar.close()
+    warmups = _warm_up([r.paper_id for r in results if r.added], warmup_questions, data_dir, library)
     if as_json:
-        click.echo(json.dumps({"results": [asdict(r) for r in results],
+        click.echo(json.dumps({"results": [asdict(r) for r in results], "warmup": warmups,
                                "failures": [{"id": i, "error": e} for i, e in failures]}, indent=2))
     else:
         for r in results:
@@ -108,6 +111,23 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
             click.echo(f"{paper_id}: failed: {error}", err=True)
     if failures and not results:
         sys.exit(1)
+
+
+def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library) -> list[dict]:  # noqa: ANN001
+    """Run the warm-up questions for newly added papers (see ``copilot.warmup``)."""
+    if n_each <= 0 or not paper_ids:
+        return []
+    from copilot.engine import Copilot
+    from copilot.llm import get_llm
+    from copilot.warmup import warm_up
+
+    settings = _settings(data_dir)
+    copilot = Copilot(settings, library.store, library.embedder, get_llm(settings))
+    reports = []
+    for paper_id in paper_ids:
+        report = warm_up(copilot, paper_id, user_id="local", n_abstract=n_each, n_paragraph=n_each)
+        reports.append(asdict(report))
+    return reports
 
 
 @cli.command(name="list", help="List the papers in the library.")

@@ -204,3 +204,26 @@ def test_conversational_filler_is_dropped(store: Store, embedder: Embedder) -> N
     mem, _ = memory(store, embedder, [(reply("I'm glad you're happy with the answer about the corpus."), 0.9)])
     out = mem.write(user_id="ada", question="q", answer="S2ORC is a corpus [1].", items=chunk_items(store))
     assert out.outcome == "dropped" and out.reason.startswith("too_short_or_empty")
+
+
+def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> None:
+    from copilot.warmup import parse_questions, warm_up
+
+    assert parse_questions("A: How does SPECTER work?\nB) What loss does it use?\nnot a question\n"
+                           "Question 3 - Why citations?\n1. Is it fast enough?") == [
+        "How does SPECTER work?", "What loss does it use?", "Is it fast enough?"]
+    llm = ScriptedLLM(
+        answers=["1. What corpus does S2ORC provide?\n2. How many papers are in it?",  # abstract: 2 of 2 asked
+                 "- What does the paragraph say about SPECTER?",  # paragraph: 1 question
+                 "A corpus of papers [1].", "81 million [1].", "Citations [1]."],
+        thoughts=[(reply("S2ORC provides a corpus of academic papers for text mining research."), 0.8),
+                  (reply("S2ORC holds about 81 million academic papers in English."), 0.2),
+                  (reply("SPECTER learns document representations from citation links."), 0.7)])
+    store.db["papers"].update("p1", {"abstract": "S2ORC is a corpus."})
+    copilot = Copilot(settings(), store, embedder, llm)
+    report = warm_up(copilot, "p1", user_id="ada", n_abstract=2, n_paragraph=1)
+    assert report.questions == ["What corpus does S2ORC provide?", "How many papers are in it?",
+                                "What does the paragraph say about SPECTER?"]
+    assert report.outcomes == ["added", "dropped", "added"]
+    assert report.llm_calls == 2 + 3 * 2
+    assert store.db["thoughts"].count == 2

@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
                                   "dropped and no longer retrieved.")
 
+    association: bool = Field(
+        True,
+        description="Recall thoughts and personal memories with the learned association score (plain cosine "
+        "plus a query-side adapter; no LLM call).",
+    )
+    association_adapter: str = Field("", description="Adapter file for the association score; empty = the shipped one.")
+
     host: str = Field(
         "127.0.0.1",
         validation_alias=AliasChoices("COPILOT_HOST", "GRADIO_SERVER_NAME"),

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from copilot import prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
@@ -46,7 +48,8 @@ class AskResult:
             "answer": self.answer,
             "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
                          "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
-                         "confidence": s.confidence, "score": round(s.score, 4), "label": s.label}
+                         "confidence": s.confidence, "score": round(s.score, 4), "recalled_by": s.recalled_by,
+                         "label": s.label}
                         for n, s in enumerate(self.sources, start=1)],
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
             "llm_calls": self.llm_calls + (self.thought.llm_calls if self.thought else 0),
@@ -127,6 +130,11 @@ class Copilot:
         self.llm = llm
         self.memory = ThoughtMemory(store, embedder, llm, settings)
         self.worker = ThoughtWorker()
+        self.association = None
+        if settings.association:
+            from copilot.association import AssociativeScorer, load_adapter
+
+            self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None))
 
     @classmethod
     def open(cls, settings: Settings) -> Copilot:
@@ -144,7 +152,7 @@ class Copilot:
         vector = self.embedder.encode_query(question)
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
-                                      paper_ids=paper_ids)
+                                      paper_ids=paper_ids, thought_query_vector=self._associative(vector, question))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
 
@@ -220,6 +228,37 @@ class Copilot:
                          "llm_calls = 1 + ? WHERE id = ?",
                          [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(timings),
                           outcome.llm_calls, query_id])
+
+    def _associative(self, plain: np.ndarray, text: str) -> np.ndarray | None:
+        """The combined (plain + learned association) query vector, or None when association is off."""
+        if self.association is None:
+            return None
+        return self.association(plain[None, :], [text])[0]
+
+    # ----- personal memories -------------------------------------------------------------------------
+
+    def remember(self, text: str, *, user_id: str = DEFAULT_USER) -> int:
+        """Keep something a user said about themselves; embedded once, never re-encoded."""
+        text = text.strip()
+        if not text:
+            raise ValueError("Nothing to remember.")
+        vector = self.embedder.encode_documents([text])
+        (memory_id,) = self.store.insert_with_vectors(
+            "memories", [{"user_id": user_id, "text": text, "created_at": _now()}], vector)
+        return memory_id
+
+    def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5) -> list[dict[str, Any]]:
+        """The user's memories that ``message`` calls for, by the association score when it is on."""
+        own = [r[0] for r in self.store.conn.execute("SELECT id FROM memories WHERE user_id = ?", [user_id])]
+        if not own:
+            return []
+        plain = self.embedder.encode_query(message)
+        combined = self._associative(plain, message)
+        hits = self.store.search("memories", combined if combined is not None else plain, k, own)
+        texts = {r["id"]: r["text"] for r in self.store.db.query(
+            f"SELECT id, text FROM memories WHERE id IN ({', '.join('?' * len(hits))})", [i for i, _ in hits])}
+        how = "association" if combined is not None else "embedding"
+        return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how} for i, score in hits]
 
     # ----- feedback ----------------------------------------------------------------------------------
 

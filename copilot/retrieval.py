@@ -72,15 +72,25 @@ def retrieve_mixture(
     include_public: bool = False,
     min_confidence: float = 0.5,
     paper_ids: Sequence[str] | None = None,
+    thought_query_vector: np.ndarray | None = None,
 ) -> list[tuple[RetrievedItem, np.ndarray]]:
-    """Up to 5×K candidates from each index, with their vectors, best cosine first."""
+    """Up to 5×K candidates from each index, with their vectors, best cosine first.
+
+    ``thought_query_vector``, when given, searches the thoughts instead of ``query_vector``: the association
+    encoder's combined query, which also recalls thoughts that do not resemble the question.
+    """
     n = CANDIDATE_FACTOR * k
     chunk_scope = allowed_chunk_ids(store, paper_ids) if paper_ids is not None else None
     candidates = _chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
     if include_thoughts:
         scope = allowed_thought_ids(store, user_id, include_public=include_public, min_confidence=min_confidence)
         if scope:
-            candidates += _thought_items(store, store.search("thoughts", query_vector, n, scope))
+            associative = thought_query_vector is not None
+            hits = store.search("thoughts", thought_query_vector if associative else query_vector, n, scope)
+            thoughts = _thought_items(store, hits)
+            for item, _ in thoughts:
+                item.recalled_by = "association" if associative else "embedding"
+            candidates += thoughts
     candidates.sort(key=lambda pair: pair[0].score, reverse=True)
     return candidates
 

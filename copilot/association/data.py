@@ -31,10 +31,6 @@ class Life:
     triggers: tuple[str, ...]
     direct_question: str
 
-    @property
-    def key(self) -> str:
-        return f"{self.person}#{self.statement}"
-
     def as_json(self) -> str:
         record = asdict(self)
         record["triggers"] = list(self.triggers)

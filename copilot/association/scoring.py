@@ -12,6 +12,7 @@ every index that ranks by cosine returns the combined-score ranking unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,7 +83,7 @@ class AssociativeScorer:
             target.query_adapter = None
 
 
-def plug_in(embedder: Embedder, path: str | None = None, weight: float | None = None) -> AssociativeScorer:
+def plug_in(embedder: Embedder, path: str | Path | None = None, weight: float | None = None) -> AssociativeScorer:
     """Load an adapter (default: the shipped one), install it on ``embedder`` and return its scorer."""
     scorer = AssociativeScorer(embedder, load_adapter(path), weight)
     scorer.install()

@@ -1,0 +1,282 @@
+"""Associative recall: the loss, the adapter, the combined score, evaluation, decontamination, the shipped model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from copilot.association import AssociativeScorer, QueryAdapter, combined_scores, load_adapter
+from copilot.association.adapter import DEFAULT_ADAPTER_PATH, AdapterFileError, unit_rows
+from copilot.association.cli import cli
+from copilot.association.data import (
+    Life,
+    Pair,
+    lives_benchmark,
+    load_lives,
+    locomo_benchmark,
+    persons_of,
+    split_persons,
+)
+from copilot.association.decontam import decontaminate
+from copilot.association.embedcache import EmbeddingCache
+from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
+from copilot.association.metrics import mcnemar_exact, recall_at_k
+from copilot.association.simulate import leaked_words, simulate_lives
+from copilot.association.training import TrainConfig, TrainingSet, build_net, fit, info_nce
+from tests.conftest import SHARED_DATA
+from tests.scripted_llm import ScriptedLLM
+
+LIVES_DIR = SHARED_DATA / "association"
+LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
+DIM = 384
+
+
+@pytest.fixture(scope="module")
+def cache() -> EmbeddingCache:
+    from copilot.config import Settings
+    from copilot.embeddings import get_embedder
+
+    torch.set_num_threads(2)
+    return EmbeddingCache.for_embedder(get_embedder(Settings()))
+
+
+def _random_units(n: int, seed: int, dim: int = DIM) -> np.ndarray:
+    return unit_rows(np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32))
+
+
+def _trained_looking_adapter(seed: int = 0, weight: float = 1.5) -> QueryAdapter:
+    rng = np.random.default_rng(seed)
+    arrays = {"W1": rng.normal(0, 0.1, (64, DIM)), "b1": rng.normal(0, 0.1, 64),
+              "W2": rng.normal(0, 0.1, (DIM, 64)), "b2": rng.normal(0, 0.1, DIM)}
+    return QueryAdapter("residual_mlp", arrays, weight)
+
+
+def test_info_nce_hand_example() -> None:
+    q = torch.tensor([[1.0, 0.0], [0.0, 3.0]])  # the second is not unit length: the loss normalises it
+    c = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
+    # cosine logits / 0.05 are [[20, 0], [0, 20]]
+    right = info_nce(q, c, torch.tensor([0, 1]), 0.05).item()
+    assert math.isclose(right, math.log1p(math.exp(-20)), abs_tol=1e-6)
+    mixed = info_nce(q, c, torch.tensor([0, 0]), 0.05).item()  # query 1 points at the wrong candidate
+    assert math.isclose(mixed, (math.log1p(math.exp(-20)) + 20 + math.log1p(math.exp(-20))) / 2, rel_tol=1e-4)
+    assert info_nce(q, c, torch.tensor([0, 1]), 1.0).item() > right  # a higher temperature is less sure
+
+
+def test_residual_adapter_starts_as_identity_and_round_trips(tmp_path) -> None:  # noqa: ANN001
+    net = build_net(DIM, "residual_mlp", 32, 0.0)
+    arrays = {k: v.detach().numpy() for k, v in
+              {"W1": net.fc1.weight, "b1": net.fc1.bias, "W2": net.fc2.weight, "b2": net.fc2.bias}.items()}
+    q = _random_units(5, 1)
+    identity = QueryAdapter("residual_mlp", arrays, 0.5)
+    assert identity.transform(q).shape == (5, DIM)
+    assert np.allclose(identity.transform(q), q, atol=1e-6)
+
+    adapter = _trained_looking_adapter()
+    adapter.config = {"val_persons": ["p1"]}
+    path = adapter.save(tmp_path / "a.npz")
+    loaded = load_adapter(path)
+    assert loaded.weight == 1.5 and loaded.config["val_persons"] == ["p1"] and loaded.kind == "residual_mlp"
+    out = loaded.transform(q)
+    assert np.allclose(out, adapter.transform(q), atol=1e-6)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(out, q, atol=1e-2)
+    with pytest.raises(ValueError, match="shape"):
+        loaded.transform(np.zeros((2, 10), dtype=np.float32))
+    with pytest.raises(AdapterFileError):
+        load_adapter(tmp_path / "missing.npz")
+    with pytest.raises(AdapterFileError, match="lacks"):
+        QueryAdapter("linear", {"W1": np.zeros((2, 2))})
+
+
+def test_numpy_forward_matches_torch() -> None:
+    torch.manual_seed(0)
+    for kind in ("residual_mlp", "linear", "mlp"):
+        net = build_net(DIM, kind, 48, 0.0)
+        for p in net.parameters():
+            torch.nn.init.normal_(p, 0, 0.05)
+        net.eval()
+        adapter = QueryAdapter(kind, net.arrays())
+        q = _random_units(4, 2)
+        expected = torch.nn.functional.normalize(net(torch.from_numpy(q)), dim=-1).detach().numpy()
+        assert np.allclose(adapter.transform(q), expected, atol=1e-5), kind
+
+
+class _FakeEmbedder:
+    """Deterministic unit vectors per text: enough to check the scorer's arithmetic without a model."""
+
+    dimension = DIM
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.query_adapter = None
+        self.calls = 0
+
+    def encode_documents(self, texts):  # noqa: ANN001, ANN201
+        self.calls += 1
+        return np.stack([_random_units(1, sum(map(ord, t)))[0] for t in texts])
+
+    def encode_queries(self, texts):  # noqa: ANN001, ANN201
+        vectors = self.encode_documents(texts)
+        return unit_rows(self.query_adapter(vectors, texts)) if self.query_adapter else vectors
+
+
+def test_combined_score_and_installed_seam_rank_alike() -> None:
+    embedder = _FakeEmbedder()
+    adapter = _trained_looking_adapter(weight=2.0)
+    scorer = AssociativeScorer(embedder, adapter)
+    memories = _random_units(50, 3)
+    plain = embedder.encode_documents(["a question"])
+    expected = plain @ memories.T + 2.0 * adapter.transform(plain) @ memories.T
+    assert np.allclose(scorer.score("a question", memories), expected[0], atol=1e-5)
+    assert np.allclose(combined_scores(plain, adapter.transform(plain), memories, 0.0), plain @ memories.T)
+
+    scorer.install()
+    try:
+        seam_scores = embedder.encode_queries(["a question"])[0] @ memories.T
+        # the installed seam ranks exactly like the combined score, and scorer.score stays combined
+        assert list(np.argsort(-seam_scores)) == list(np.argsort(-expected[0]))
+        assert scorer.rank("a question", memories, k=5) == list(np.argsort(-expected[0])[:5])
+        assert np.allclose(scorer.score("a question", memories), expected[0], atol=1e-5)
+    finally:
+        scorer.uninstall()
+    assert embedder.query_adapter is None
+
+
+def test_embedding_cache_encodes_each_text_once(tmp_path) -> None:  # noqa: ANN001
+    embedder = _FakeEmbedder()
+    cache = EmbeddingCache(embedder.encode_documents, "fake", tmp_path / "c.npz")
+    first = cache.encode(["x", "y", "x"])
+    cache.encode(["y", "x"])
+    assert embedder.calls == 1 and cache.computed == 2 and np.allclose(first[0], first[2])
+    cache.save()
+    again = EmbeddingCache(embedder.encode_documents, "fake", tmp_path / "c.npz")
+    assert np.allclose(again.encode(["y"]), first[1:2]) and embedder.calls == 1
+    assert len(EmbeddingCache(embedder.encode_documents, "other model", tmp_path / "c.npz")) == 0
+
+
+def test_mcnemar_hand_example() -> None:
+    before = [1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    after = [1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]  # 8 new hits, 1 new miss
+    test = mcnemar_exact(before, after)
+    assert (test.b_only, test.a_only) == (8, 1)
+    assert math.isclose(test.p_value, 2 * (9 + 1) / 2**9, rel_tol=1e-9)  # 2·P(X ≥ 8), X ~ Bin(9, 1/2)
+    assert mcnemar_exact([1, 0], [1, 0]).p_value == 1.0
+    assert recall_at_k(["a", "b", "c"], ["c", "z"], 2) == 0.0 and recall_at_k(["a", "b", "c"], ["c", "z"], 3) == 0.5
+
+
+def test_training_learns_a_hidden_association() -> None:
+    """Queries are a fixed scrambling of their statements: plain cosine fails, a fitted adapter must not."""
+    rng = np.random.default_rng(0)
+    statements = _random_units(200, 4)
+    mix = np.linalg.qr(rng.normal(size=(DIM, DIM)))[0].astype(np.float32)
+    queries = unit_rows(statements @ mix + 0.05 * rng.normal(size=statements.shape).astype(np.float32))
+    persons = np.repeat(np.arange(20), 10)
+    data = TrainingSet(queries, statements, np.arange(200), persons, persons)
+    adapter = fit(data, TrainConfig(epochs=60, persons_per_batch=20, lr=3e-3, dropout=0.0, hidden=256))
+    plain_hits = np.mean(np.argmax(queries @ statements.T, axis=1) == np.arange(200))
+    learned_hits = np.mean(np.argmax(adapter.transform(queries) @ statements.T, axis=1) == np.arange(200))
+    assert plain_hits < 0.1 and learned_hits > 0.9
+
+
+def test_split_is_by_person_and_seeded() -> None:
+    persons = [f"p{i:02d}" for i in range(20)]
+    train, val = split_persons(persons * 3, 5, seed=3)
+    assert len(val) == 5 and len(train) == 15 and not set(train) & set(val)
+    assert split_persons(persons, 5, seed=3) == (train, val) and split_persons(persons, 5, seed=4) != (train, val)
+    with pytest.raises(ValueError):
+        split_persons(persons, 20, seed=0)
+
+
+def test_simulate_keeps_valid_lines_and_rejects_leaks(tmp_path) -> None:  # noqa: ANN001
+    good = {"person": "whatever", "statement": "My sister Maya is moving to Lisbon in June.", "relation": "state",
+            "time_gap": "two weeks later", "direct_question": "Where is my sister moving?",
+            "triggers": ["Any tips for sending a parcel abroad?", "I feel a bit lonely lately.",
+                         "What gift suits a new flat?"]}
+    leaky = dict(good, statement="I go running every morning before work.",
+                 triggers=["Should I skip running tomorrow?", "My knees ache.", "Best shoes?"])
+    bad_relation = dict(good, relation="other")
+    reply = "\n".join(["Here you go:", json.dumps(good), json.dumps(leaky), json.dumps(bad_relation), "{oops"])
+    llm = ScriptedLLM(answers=[reply, "no json at all"])
+    out = tmp_path / "lives_sim.jsonl"
+    stats = simulate_lives(llm, out, 2, seed=7)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["person"] for r in rows] == ["sim7_001"] and rows[0]["statement"] == good["statement"]
+    assert stats["lines_written"] == 1 and stats["persons_written"] == 1
+    assert stats["rejected"]["trigger shares words with its statement"] == 1
+    assert stats["rejected"]["invalid fields"] == 1
+    assert "Simulate" in llm.calls[0][1]["content"] and len(llm.calls) == 2
+    assert load_lives(out)[0].triggers == tuple(good["triggers"])
+    assert leaked_words("We paid $2,000 in Paris.", "Is 2000 too much?") == {"2000"}
+
+
+@pytest.mark.slow
+def test_eval_command_json(tmp_path, cache: EmbeddingCache) -> None:  # noqa: ANN001
+    memories = [{"id": "a1", "text": "The cat sat on the mat.", "group": "a"},
+                {"id": "a2", "text": "I filed my taxes in April.", "group": "a"},
+                {"id": "b1", "text": "The rocket launched at dawn.", "group": "b"},
+                {"id": "b2", "text": "The cat sat on the mat.", "group": "b"}]
+    queries = [{"id": "q1", "text": "Where did the cat sit?", "gold": ["a1"], "group": "a"},
+               {"id": "q2", "text": "When did the rocket launch?", "gold": ["b1"], "group": "b"},
+               {"id": "q3", "text": "Where did the cat sit?", "gold": ["b2"], "group": "b"}]
+    m_path, q_path = tmp_path / "m.jsonl", tmp_path / "q.jsonl"
+    m_path.write_text("".join(json.dumps(m) + "\n" for m in memories))
+    q_path.write_text("".join(json.dumps(q) + "\n" for q in queries))
+    result = CliRunner().invoke(cli, ["eval", "--memories", str(m_path), "--queries", str(q_path), "--k", "10",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    keys = {"recall@1", "recall@5", "recall@10"}
+    assert set(report) == {"n_queries", "untrained", "association"} and report["n_queries"] == 3
+    assert set(report["untrained"]) == keys and set(report["association"]) == keys
+    # q3 only sees group b: the identical memory a1 in group a must not take its place
+    assert report["untrained"]["recall@1"] == 100.0 and report["association"]["recall@10"] == 100.0
+
+
+@pytest.mark.slow
+def test_decontamination_drops_a_near_duplicate(cache: EmbeddingCache) -> None:
+    evaluation = ["How do I tell my PhD advisor that I want to switch to a different research topic?"]
+    near = Pair("how do i tell my phd advisor i want to switch to a different research topic",
+                "My advisor expects me to keep working on parsing.", "p1", "trigger")
+    far = Pair("Any good recipes for a rainy Sunday?", "I love cooking soups in autumn.", "p1", "trigger")
+    result = decontaminate([near, far], evaluation, cache, threshold=0.9)
+    assert result.dropped == [near] and result.kept == [far]
+    assert decontaminate([near, far], evaluation, cache, threshold=0.999).dropped == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LIVES_DIR.exists(), reason="the simulated lives are not available")
+def test_shipped_adapter_beats_plain_cosine_on_held_out_persons(cache: EmbeddingCache) -> None:
+    assert DEFAULT_ADAPTER_PATH.stat().st_size < 5 * 1024 * 1024
+    adapter = load_adapter()
+    lives = load_lives(LIVES_DIR)
+    held_out = sorted(adapter.config["val_persons"])
+    train_persons, val_persons = split_persons(persons_of(lives), len(held_out), adapter.config["split_seed"])
+    assert val_persons == held_out and adapter.weight > 0
+    slice_ = [life for life in lives if life.person in set(held_out[:10])]
+    memories, queries = lives_benchmark(slice_, pooled=True)
+    result = evaluate(memories, queries, cache, adapter)
+    assert result.n_queries == 3 * len(slice_) >= 90
+    assert result.percent(ASSOCIATION, 5) > result.percent(UNTRAINED, 5)
+    assert result.mrr(ASSOCIATION) > result.mrr(UNTRAINED)
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not available")
+def test_locomo_benchmark_points_gold_at_own_turns() -> None:
+    memories, queries = locomo_benchmark(LOCOMO)
+    ids = {m.id: m.group for m in memories}
+    assert len({m.group for m in memories}) == 10 and len(queries) > 1900
+    assert all(ids[g] == q.group for q in queries for g in q.gold)
+
+
+def test_lives_benchmark_pools() -> None:
+    lives = [Life(p, f"{p} statement {i}", "state", "later", ("t1", "t2", "t3"), "q?") for p in ("x", "y")
+             for i in range(3)]
+    per_person, per_queries = lives_benchmark(lives, pooled=False)
+    pooled, pooled_queries = lives_benchmark(lives, pooled=True)
+    assert {m.group for m in per_person} == {"x", "y"} and {m.group for m in pooled} == {"all"}
+    assert len(per_queries) == len(pooled_queries) == 18 and per_queries[0].gold == ("x/0",)

@@ -17,6 +17,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackendName = Literal["auto", "local", "openai", "hf"]
 
+# Real papers and benchmark data live beside the repository (``../shared/data``), never inside it.
+SHARED_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
 
 class Settings(BaseSettings):
     """Typed configuration; each field reads ``COPILOT_<FIELD>`` from the environment."""

@@ -19,6 +19,12 @@ from copilot.config import Settings, get_settings
 QueryAdapter = Callable[[np.ndarray, Sequence[str]], np.ndarray]
 
 
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to length one (zero rows stay zero): cosines become dot products."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.ascontiguousarray(x / np.clip(norms, 1e-12, None), dtype=np.float32)
+
+
 class EmbeddingError(RuntimeError):
     """The embedding model could not be loaded."""
 
@@ -81,9 +87,7 @@ class Embedder:
         """Unit vectors for queries: the plain encoder, then the query adapter when one is plugged in."""
         vectors = self.encode_documents(texts)
         if self.query_adapter is not None and len(vectors):
-            vectors = self.query_adapter(vectors, texts)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = np.ascontiguousarray(vectors / np.clip(norms, 1e-12, None), dtype=np.float32)
+            vectors = unit_rows(self.query_adapter(vectors, texts))
         return vectors
 
     def encode_query(self, text: str) -> np.ndarray:

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel
 from copilot.retrieval import pack_context, retrieve_mixture
-from copilot.store import Store
+from copilot.store import Store, utc_now
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome
 from copilot.types import RetrievedItem
 
@@ -39,7 +38,6 @@ class AskResult:
     answer: str
     sources: list[RetrievedItem]
     timings: dict[str, float] = field(default_factory=dict)
-    llm_calls: int = 1
     thought: ThoughtOutcome | None = None  # None while the background worker has not written it
 
     def as_dict(self) -> dict[str, Any]:
@@ -52,13 +50,9 @@ class AskResult:
                          "label": s.label}
                         for n, s in enumerate(self.sources, start=1)],
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
-            "llm_calls": self.llm_calls + (self.thought.llm_calls if self.thought else 0),
+            "llm_calls": 1 + (self.thought.llm_calls if self.thought else 0),  # the answer, then the thought
             "timings": self.timings,
         }
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def source_text(item: RetrievedItem) -> str:
@@ -190,7 +184,8 @@ class Copilot:
             self.worker.submit(lambda: self._write_thought(result, user_id))
         else:
             result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
-            self._record_outcome(query_id, result.thought, 0.0)
+            result.timings["thought_ms"] = 0.0
+            self._record_outcome(result)
         yield result
 
     def ask(self, question: str, **kwargs) -> AskResult:  # noqa: ANN003 - see ask_stream
@@ -208,26 +203,26 @@ class Copilot:
             cursor = conn.execute(
                 "INSERT INTO queries (user_id, text, answer, retrieved, thought_outcome, timings, llm_calls, "
                 "created_at) VALUES (?, ?, ?, ?, 'pending', ?, 1, ?)",
-                [user_id, question, answer, json.dumps(retrieved), json.dumps(timings), _now()])
+                [user_id, question, answer, json.dumps(retrieved), json.dumps(timings), utc_now()])
             return int(cursor.lastrowid)
 
     def _write_thought(self, result: AskResult, user_id: str) -> None:
         start = time.perf_counter()
         outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
                                     items=result.sources)
-        elapsed = round(1000 * (time.perf_counter() - start), 1)
-        result.timings["thought_ms"] = elapsed
-        self._record_outcome(result.query_id, outcome, elapsed)
+        result.timings["thought_ms"] = round(1000 * (time.perf_counter() - start), 1)
         result.thought = outcome
+        self._record_outcome(result)
 
-    def _record_outcome(self, query_id: int, outcome: ThoughtOutcome, thought_ms: float) -> None:
+    def _record_outcome(self, result: AskResult) -> None:
+        """Complete the query's record with its thought outcome, timings and LLM calls."""
+        outcome = result.thought
+        assert outcome is not None
         with self.store.transaction() as conn:
-            timings = json.loads(conn.execute("SELECT timings FROM queries WHERE id = ?", [query_id]).fetchone()[0])
-            timings["thought_ms"] = thought_ms
             conn.execute("UPDATE queries SET thought_id = ?, thought_outcome = ?, thought_reason = ?, timings = ?, "
-                         "llm_calls = 1 + ? WHERE id = ?",
-                         [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(timings),
-                          outcome.llm_calls, query_id])
+                         "llm_calls = ? WHERE id = ?",
+                         [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(result.timings),
+                          result.as_dict()["llm_calls"], result.query_id])
 
     def _associative(self, plain: np.ndarray, text: str) -> np.ndarray | None:
         """The combined (plain + learned association) query vector, or None when association is off."""
@@ -244,7 +239,7 @@ class Copilot:
             raise ValueError("Nothing to remember.")
         vector = self.embedder.encode_documents([text])
         (memory_id,) = self.store.insert_with_vectors(
-            "memories", [{"user_id": user_id, "text": text, "created_at": _now()}], vector)
+            "memories", [{"user_id": user_id, "text": text, "created_at": utc_now()}], vector)
         return memory_id
 
     def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5) -> list[dict[str, Any]]:
@@ -255,6 +250,8 @@ class Copilot:
         plain = self.embedder.encode_query(message)
         combined = self._associative(plain, message)
         hits = self.store.search("memories", combined if combined is not None else plain, k, own)
+        if not hits:
+            return []
         texts = {r["id"]: r["text"] for r in self.store.db.query(
             f"SELECT id, text FROM memories WHERE id IN ({', '.join('?' * len(hits))})", [i for i, _ in hits])}
         how = "association" if combined is not None else "embedding"
@@ -271,6 +268,6 @@ class Copilot:
             raise ValueError(f"No answer #{query_id} for this user.")
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO feedback (query_id, user_id, value, created_at) VALUES (?, ?, ?, ?)",
-                         [query_id, user_id, value, _now()])
+                         [query_id, user_id, value, utc_now()])
         confidence = self.memory.apply_feedback(row[1], value) if row[1] is not None else None
         return {"query_id": query_id, "thought_id": row[1], "confidence": confidence}

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import click
 
-from copilot.config import Settings, apply_offline_defaults
+from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 
-DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "papers"
+DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
 QUESTIONS = [
     "What is the literature graph of Semantic Scholar?",
     "Which nodes and edges make up the Semantic Scholar literature graph?",  # a paraphrase

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ from copilot.vectors import VectorIndex, index_files
 
 class StoreError(RuntimeError):
     """A storage operation was refused; the message says why."""
+
+
+def utc_now() -> str:
+    """The timestamp every record carries: UTC, ISO 8601, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def to_blob(vector: np.ndarray) -> bytes:

@@ -9,9 +9,9 @@ records which chunks and thoughts it came from and its abstraction depth: 1 + th
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel, ChoiceProbe, LLMError, extract_json_object
 from copilot.llm.json_reply import NoJSONObject
-from copilot.store import Store, from_blob
+from copilot.store import Store, from_blob, utc_now
 from copilot.types import RetrievedItem
 
 MIN_THOUGHT_WORDS = 6
@@ -37,6 +37,8 @@ _REFUSAL = re.compile(
 # Conversational filler (a small model sometimes talks about the exchange instead of the subject).
 _CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|hope (this|that) helps|happy to help|"
                        r"the answer is:?\s*$|as an ai)", re.IGNORECASE)
+# What reading a thought returns (everything but its embedding).
+_COLUMNS = "id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at"
 _CITATION = re.compile(r"\[(\d{1,2})\]")
 
 
@@ -65,10 +67,6 @@ class ThoughtOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _clamp(value: float) -> float:
@@ -196,7 +194,7 @@ class ThoughtMemory:
 
     def _add(self, user_id: str, text: str, vector: np.ndarray, confidence: float, depth: int,
              sources: list[RetrievedItem], public: bool) -> ThoughtOutcome:
-        now = _now()
+        now = utc_now()
         record = {"user_id": user_id, "text": text, "confidence": confidence, "support": 1, "depth": depth,
                   "public": int(public), "flagged": 0, "created_at": now, "updated_at": now}
         with self.store.transaction() as conn:
@@ -214,7 +212,7 @@ class ThoughtMemory:
         new_is_better = (confidence, len(text)) > (old_conf, len(target["text"] or ""))
         fields = {"support": int(target["support"] or 1) + 1, "confidence": max(old_conf, confidence),
                   "depth": max(int(target["depth"] or 1), depth) if new_is_better else int(target["depth"] or 1),
-                  "updated_at": _now()}
+                  "updated_at": utc_now()}
         with self.store.transaction() as conn:
             if new_is_better:
                 self.store.update_vector("thoughts", thought_id, fields | {"text": text}, vector)
@@ -240,13 +238,11 @@ class ThoughtMemory:
         confidence = _clamp(float(row["confidence"] or 0.0) + step)
         with self.store.transaction() as conn:
             conn.execute("UPDATE thoughts SET confidence = ?, updated_at = ? WHERE id = ?",
-                         [confidence, _now(), thought_id])
+                         [confidence, utc_now(), thought_id])
         return confidence
 
     def get(self, thought_id: int, user_id: str | None = None) -> dict[str, Any] | None:
-        rows = list(self.store.db.query(
-            "SELECT id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at "
-            "FROM thoughts WHERE id = ?", [thought_id]))
+        rows = list(self.store.db.query(f"SELECT {_COLUMNS} FROM thoughts WHERE id = ?", [thought_id]))
         if not rows or (user_id is not None and rows[0]["user_id"] != user_id and not rows[0]["public"]):
             return None
         row = rows[0]
@@ -257,9 +253,7 @@ class ThoughtMemory:
 
     def list(self, user_id: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        return list(self.store.db.query(
-            f"SELECT id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at "
-            f"FROM thoughts {where} ORDER BY id", params))
+        return list(self.store.db.query(f"SELECT {_COLUMNS} FROM thoughts {where} ORDER BY id", params))
 
     def delete(self, thought_id: int, user_id: str | None = None) -> bool:
         """Delete a thought (only its owner may); provenance pointing at it goes too."""
@@ -279,8 +273,6 @@ class ThoughtMemory:
             f"SELECT depth, COUNT(*) FROM thoughts {where} GROUP BY depth", params)}
         retrieved = [json_items for (json_items,) in self.store.conn.execute(
             f"SELECT retrieved FROM queries {where}", params) if json_items]
-        import json
-
         kinds = [item["kind"] for items in retrieved for item in json.loads(items)]
         return {"thoughts": sum(by_depth.values()), "by_depth": by_depth,
                 "utilisation": round(kinds.count("thought") / len(kinds), 3) if kinds else 0.0,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from copilot.config import Settings, apply_offline_defaults
+from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 
-DEFAULT_PAPERS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "papers"
+DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
 
 
 def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an ingest.library.Library

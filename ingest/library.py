@@ -11,17 +11,16 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from copilot.config import Settings
 from copilot.embeddings import Embedder
-from copilot.store import Store
+from copilot.store import Store, utc_now
 from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import download_pdf, store_upload
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
-from ingest.models import Chunk, PaperMetadata, ParsedPaper
+from ingest.models import PaperMetadata, ParsedPaper
 
 Progress = Callable[[float, str], None]
 LOCAL_USER = "local"
@@ -49,10 +48,6 @@ class RemoveResult:
     paper_id: str
     chunks_removed: int
     thoughts_flagged: int
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def upload_paper_id(sha256: str) -> str:
@@ -169,34 +164,28 @@ class Library:
                 progress: Progress = _no_progress) -> AddResult:
         """Add a local PDF (an upload, or a downloaded arXiv PDF when ``metadata`` is given)."""
         progress(0.0, f"Reading {Path(path).name}")
-        existed_before = self._stored_copy_exists(path)
         stored, sha = store_upload(Path(path), self.pdf_dir)
         try:
             paper_id = metadata.arxiv_id if metadata else upload_paper_id(sha)
             found = self._existing(paper_id, sha)
             if found:
-                if not existed_before:
-                    self._discard_if_unreferenced(stored, sha)
-                progress(1.0, "Already in the library")
-                return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
+                self._discard_if_unreferenced(stored, sha)
+                return self._already(found, progress)
             return self._add_parsed(stored, sha, paper_id, metadata, user_id, progress)
         except BaseException:
-            if not existed_before:
-                self._discard_if_unreferenced(stored, sha)
+            self._discard_if_unreferenced(stored, sha)
             raise
 
     def _discard_if_unreferenced(self, stored: Path, sha: str) -> None:
-        """Delete a PDF copied in for an add that stored nothing."""
+        """Delete a stored PDF that no paper uses (one copied in for an add that stored nothing)."""
         if not self._existing(file_hash=sha):
             stored.unlink(missing_ok=True)
 
-    def _stored_copy_exists(self, path: Path) -> bool:
-        from ingest.download import file_sha256
-
-        try:
-            return (self.pdf_dir / f"{file_sha256(Path(path))}.pdf").exists()
-        except OSError:
-            return False
+    @staticmethod
+    def _already(found: dict[str, Any], progress: Progress) -> AddResult:
+        """The result of adding a paper the library already holds."""
+        progress(1.0, "Already in the library")
+        return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
 
     def _add_parsed(self, stored: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
                     progress: Progress) -> AddResult:
@@ -227,16 +216,11 @@ class Library:
             columns = ", ".join(record)
             conn.execute(f"INSERT INTO papers ({columns}) VALUES ({', '.join('?' * len(record))})",
                          list(record.values()))
-            self.store.insert_with_vectors("chunks", [self._chunk_record(c) for c in chunks], vectors)
+            self.store.insert_with_vectors("chunks", [asdict(c) for c in chunks], vectors)
         seconds["store"] = time.perf_counter() - start
         progress(1.0, f"Added {record['title'] or paper_id}")
         return AddResult(paper_id, record["title"], added=True, n_chunks=len(chunks), n_pages=parsed.n_pages,
                          warnings=list(parsed.warnings), seconds={k: round(v, 3) for k, v in seconds.items()})
-
-    @staticmethod
-    def _chunk_record(chunk: Chunk) -> dict[str, Any]:
-        record = asdict(chunk)
-        return record
 
     @staticmethod
     def _paper_record(paper_id: str, sha: str, stored: Path, parsed: ParsedPaper, metadata: PaperMetadata | None,
@@ -255,7 +239,7 @@ class Library:
             "sections": json.dumps(sections),
             "references_json": json.dumps(parsed.references),
             "warnings": json.dumps(parsed.warnings),
-            "added_at": _now(),
+            "added_at": utc_now(),
             "authors": json.dumps(metadata.authors if metadata else []),
             "categories": json.dumps(metadata.categories if metadata else []),
         }
@@ -274,8 +258,7 @@ class Library:
         arxiv_id, _ = parse_arxiv_id(ref)
         found = self._existing(arxiv_id)
         if found:
-            progress(1.0, "Already in the library")
-            return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
+            return self._already(found, progress)
         progress(0.0, f"Looking up arXiv:{arxiv_id}")
         metadata = self.arxiv.by_id(ref)
         return self.add_metadata(metadata, user_id=user_id, progress=progress)
@@ -285,15 +268,14 @@ class Library:
         """Add a paper whose arXiv metadata is known (from a search): download its PDF, then add it."""
         found = self._existing(metadata.arxiv_id)
         if found:
-            progress(1.0, "Already in the library")
-            return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
+            return self._already(found, progress)
         progress(0.05, f"Downloading {metadata.pdf_url}")
         limiter = getattr(self.arxiv, "wait_turn", None)
         path, sha = download_pdf(metadata.pdf_url, self.pdf_dir, before_request=limiter)
         try:
             found = self._existing(file_hash=sha)
             if found:
-                return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
+                return self._already(found, progress)
             return self._add_parsed(path, sha, metadata.arxiv_id, metadata, user_id, progress)
         except BaseException:
             self._discard_if_unreferenced(path, sha)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot.config import Settings
+from copilot.config import SHARED_DATA_DIR, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+SHARED_DATA = SHARED_DATA_DIR
 
 # Tests never reach a model hub: every model comes from an installed package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

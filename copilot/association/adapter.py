@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the package
+
 DEFAULT_ADAPTER_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
 KINDS = ("residual_mlp", "linear", "mlp")
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -25,12 +27,6 @@ class AdapterFileError(ValueError):
 def gelu(x: np.ndarray) -> np.ndarray:
     """The tanh form of GELU, the same one the training module uses, so both sides agree to float precision."""
     return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to length one (zero rows stay zero): cosines become dot products."""
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.clip(norms, 1e-12, None)).astype(np.float32, copy=False)
 
 
 @dataclass

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-DEFAULT_LIVES_DIR = SHARED_DATA / "association"
-DEFAULT_LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
+from copilot.config import SHARED_DATA_DIR
+
+DEFAULT_LIVES_DIR = SHARED_DATA_DIR / "association"
+DEFAULT_LOCOMO = SHARED_DATA_DIR / "locomo" / "locomo10.json"
 LIFE_KEYS = ("person", "statement", "relation", "time_gap", "triggers", "direct_question")
 RELATIONS = ("causal", "state", "goal", "value")
 

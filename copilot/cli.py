@@ -182,3 +182,133 @@ def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: st
     for question, outcome in zip(report.questions, report.outcomes, strict=True):
         click.echo(f"{outcome:<8} {question}")
     click.echo(f"{len(report.questions)} questions, {report.llm_calls} LLM calls")
+
+
+# ----- writing, ideas, refresh -------------------------------------------------------------------------
+
+
+def _ids(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _run_task(task, data_dir: str | None):  # noqa: ANN001, ANN202 - task(copilot) -> result
+    """Open the copilot and run ``task``; a user-facing failure ends the command with one ``error:`` line."""
+    from copilot.engine import Copilot
+    from copilot.llm import LLMError
+    from ingest.errors import IngestError
+
+    copilot = Copilot.open(_settings(data_dir))
+    try:
+        return task(copilot)
+    except (ValueError, LLMError, IngestError, RuntimeError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    finally:
+        copilot.store.close()
+
+
+def _show(result, as_json: bool, out: str | None) -> None:  # noqa: ANN001 - a Draft or Trends
+    """Print JSON or Markdown; ``out`` also writes the Markdown to a file."""
+    from pathlib import Path
+
+    markdown = result.to_markdown()
+    if out:
+        Path(out).write_text(markdown, encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        click.echo(markdown)
+
+
+@cli.group(help="Draft an abstract, a synthesis of several papers, or a related-work section, with citations.")
+def draft() -> None:
+    pass
+
+
+@draft.command(name="abstract", help="Write PAPER_ID's abstract from its body; with --papers, a synthesis of them.")
+@click.argument("paper_id", required=False)
+@click.option("--papers", default=None, help="Comma-separated paper ids: write a synthesis over them instead.")
+@click.option("--user", "user_id", default="local", show_default=True, help="Whose library to draw on.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: text, citations, references, BibTeX, timings.")
+@click.option("--out", default=None, help="Also write the Markdown (text and references) to this file.")
+@click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
+def draft_abstract_command(paper_id: str | None, papers: str | None, user_id: str, as_json: bool, out: str | None,
+                           data_dir: str | None) -> None:
+    from copilot import writing
+
+    if (paper_id is None) == (papers is None):
+        raise click.UsageError("give either PAPER_ID or --papers ID,ID")
+    if papers is not None:
+        result = _run_task(lambda c: writing.draft_synthesis(c, _ids(papers) or [], user_id=user_id), data_dir)
+    else:
+        result = _run_task(lambda c: writing.draft_abstract(c, paper_id, user_id=user_id), data_dir)
+    _show(result, as_json, out)
+
+
+@draft.command(name="related", help="Write the related-work section of your paper from the library (and arXiv).")
+@click.option("--title", required=True, help="Your paper's title.")
+@click.option("--abstract", default="", help="Your paper's abstract.")
+@click.option("--papers", default=None, help="Only these library papers, comma-separated.")
+@click.option("--arxiv", "search_arxiv", is_flag=True, help="Also search arXiv (falls back to the library offline).")
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--out", default=None, help="Also write the Markdown to this file.")
+@click.option("--data-dir", default=None)
+def draft_related_command(title: str, abstract: str, papers: str | None, search_arxiv: bool, user_id: str,
+                          as_json: bool, out: str | None, data_dir: str | None) -> None:
+    from copilot import writing
+
+    result = _run_task(lambda c: writing.draft_related_work(
+        c, title, abstract, user_id=user_id, paper_ids=_ids(papers), search_arxiv=search_arxiv), data_dir)
+    _show(result, as_json, out)
+
+
+@cli.command(help="Trend keywords and research ideas from your persona and the newest papers you can see.")
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--persona", default=None, help="Describe the researcher (default: the stored profile).")
+@click.option("--papers", default=None, help="Only these paper ids, comma-separated.")
+@click.option("--max", "max_papers", default=8, show_default=True, help="How many of the newest papers to use.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--out", default=None, help="Also write the Markdown to this file.")
+@click.option("--data-dir", default=None)
+def ideas(user_id: str, persona: str | None, papers: str | None, max_papers: int, as_json: bool, out: str | None,
+          data_dir: str | None) -> None:
+    from copilot.trends import trends_and_ideas
+
+    result = _run_task(lambda c: trends_and_ideas(c, user_id=user_id, persona=persona, paper_ids=_ids(papers),
+                                                  max_papers=max_papers), data_dir)
+    _show(result, as_json, out)
+
+
+@cli.command(help="Add the newest arXiv papers of categories (default: the ones --user follows).")
+@click.option("--category", "categories", multiple=True, help="An arXiv category such as cs.CL; repeat for more.")
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--max", "max_per_category", default=5, show_default=True, help="Newest papers per category.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--data-dir", default=None)
+def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as_json: bool,
+            data_dir: str | None) -> None:
+    from copilot.refresh import followed_categories, refresh_categories
+    from ingest.library import Library
+
+    library = Library.open(_settings(data_dir))
+    try:
+        wanted = list(categories) or followed_categories(library.store, user_id)
+        if not wanted:
+            raise ValueError("no categories: pass --category cs.CL, or follow some first")
+        result = refresh_categories(library, wanted, user_id=user_id, max_per_category=max_per_category)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    finally:
+        library.store.close()
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        click.echo(f"{', '.join(result.categories)}: {len(result.added)} added, {result.skipped} already there")
+        for paper_id in result.added:
+            click.echo(f"  added {paper_id}")
+        for error in result.errors:
+            click.echo(f"  failed: {error}", err=True)
+    if result.errors and not result.added and not result.skipped:
+        sys.exit(1)

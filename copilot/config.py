@@ -71,6 +71,8 @@ class Settings(BaseSettings):
                                          "merely restates one source chunk and is dropped.")
     min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
                                   "dropped and no longer retrieved.")
+    refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
+                                 "arXiv categories; 0 = off.")
 
     association: bool = Field(
         True,

@@ -170,3 +170,17 @@ def m002_paper_structure(db: Database) -> None:
         if column not in papers.columns_dict:
             papers.add_column(column, kind)
     db["papers"].create_index(["file_hash"], if_not_exists=True)
+
+
+@migration
+def m003_refreshes_and_follows(db: Database) -> None:
+    """Followed arXiv categories per user, and a record of each library refresh (what it added, what failed)."""
+    db["follows"].create({"user_id": str, "category": str, "created_at": str}, pk=("user_id", "category"),
+                         if_not_exists=True)
+    db["refreshes"].create(
+        {"id": int, "user_id": str, "categories": str, "added": str, "skipped": int, "errors": str,
+         "started_at": str, "finished_at": str},
+        pk="id",
+        if_not_exists=True,
+    )
+    db["refreshes"].create_index(["user_id"], if_not_exists=True)

@@ -1,0 +1,262 @@
+"""Keeping the library current, as Arxiv Copilot does: the newest papers of the arXiv categories users follow.
+
+A refresh asks arXiv for each category's newest submissions through the library's arXiv client (so it keeps
+that client's pacing: one request every 3 s per process, PDF downloads included), adds the papers the
+library lacks, and records what it did in the ``refreshes`` table, so the UI can say when the last refresh
+ran and what it added. A failing category or paper is reported and the rest still go in. Refreshes can run
+on a timer (``COPILOT_REFRESH_HOURS``) in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from copilot.store import Store, utc_now
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[float, str], None]
+MAX_FOLLOWED = 20
+MAX_PER_CATEGORY = 50
+
+# arXiv archives whose categories carry an upper-case subject class (cs.CL, math.GT, stat.ML, astro-ph.CO).
+_UPPER_SUBJECTS = {"cs", "math", "stat", "q-bio", "q-fin", "eess", "econ", "astro-ph", "nlin"}
+# Archives with lower-case, possibly hyphenated subjects (physics.acc-ph, cond-mat.stat-mech).
+_LOWER_SUBJECTS = {"physics", "cond-mat"}
+# Archives that are categories by themselves.
+_NO_SUBJECTS = {"gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th", "math-ph", "nucl-ex", "nucl-th", "quant-ph"}
+_CATEGORY = re.compile(r"(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.(?P<subject>[a-z]+(?:-[a-z]+)*))?", re.IGNORECASE)
+
+
+def normalise_category(text: str) -> str:
+    """``text`` as arXiv spells the category ("cs.cl" -> "cs.CL"); ValueError when it is not one."""
+    cleaned = (text or "").strip()
+    match = _CATEGORY.fullmatch(cleaned)
+    hint = "categories look like cs.CL, cs.IR, stat.ML, physics.optics or hep-th"
+    if match is None:
+        raise ValueError(f"'{cleaned}' is not an arXiv category; {hint}.")
+    archive, subject = match.group("archive").lower(), match.group("subject")
+    if archive in _NO_SUBJECTS and subject is None:
+        return archive
+    if archive in _UPPER_SUBJECTS and subject and re.fullmatch(r"[a-z]{2}", subject, re.IGNORECASE):
+        return f"{archive}.{subject.upper()}"
+    if archive in _LOWER_SUBJECTS and subject:
+        return f"{archive}.{subject.lower()}"
+    raise ValueError(f"'{cleaned}' is not an arXiv category; {hint}.")
+
+
+def normalise_categories(categories: Sequence[str]) -> list[str]:
+    """Every category normalised, in order, each once; one ValueError naming all that are not categories."""
+    found: list[str] = []
+    bad: list[str] = []
+    for text in categories:
+        try:
+            category = normalise_category(text)
+        except ValueError:
+            bad.append(repr((text or "").strip()))
+            continue
+        if category not in found:
+            found.append(category)
+    if bad:
+        raise ValueError(f"Not arXiv categories: {', '.join(bad)}; categories look like cs.CL, cs.IR, stat.ML or "
+                         "hep-th.")
+    return found
+
+
+# ----- follows -----------------------------------------------------------------------------------------
+
+
+def followed_categories(store: Store, user_id: str) -> list[str]:
+    """The categories ``user_id`` follows, in the order they were added."""
+    rows = store.conn.execute("SELECT category FROM follows WHERE user_id = ? ORDER BY created_at, rowid",
+                              [user_id]).fetchall()
+    return [r[0] for r in rows]
+
+
+def set_followed_categories(store: Store, user_id: str, categories: Sequence[str]) -> list[str]:
+    """Replace what ``user_id`` follows; refuses malformed categories (nothing changes then)."""
+    wanted = normalise_categories(categories)
+    if len(wanted) > MAX_FOLLOWED:
+        raise ValueError(f"Follow at most {MAX_FOLLOWED} categories.")
+    now = utc_now()
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM follows WHERE user_id = ?", [user_id])
+        for category in wanted:
+            conn.execute("INSERT INTO follows (user_id, category, created_at) VALUES (?, ?, ?)",
+                         [user_id, category, now])
+    return followed_categories(store, user_id)
+
+
+def all_followed_categories(store: Store) -> list[str]:
+    """Every category some user follows (what a scheduled refresh pulls)."""
+    return [r[0] for r in store.conn.execute("SELECT DISTINCT category FROM follows ORDER BY category")]
+
+
+# ----- refreshing --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RefreshResult:
+    """What one refresh did: papers added, papers already there, and failures (category or paper, and why)."""
+
+    added: list[str]
+    skipped: int
+    errors: list[str]
+    started_at: str
+    finished_at: str
+    categories: list[str] = field(default_factory=list)
+    user_id: str | None = None
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _no_progress(fraction: float, message: str) -> None:
+    pass
+
+
+def _known(store: Store, arxiv_id: str) -> bool:
+    return store.conn.execute("SELECT 1 FROM papers WHERE id = ? OR arxiv_id = ?", [arxiv_id, arxiv_id]).fetchone() \
+        is not None
+
+
+def refresh_categories(library, categories: Sequence[str], *, user_id: str | None = None,  # noqa: ANN001
+                       max_per_category: int = 5, progress: Progress | None = None) -> RefreshResult:
+    """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet.
+
+    ``library`` is an :class:`ingest.library.Library`; its arXiv client does the pacing. Papers from arXiv are
+    public, whoever refreshes. The refresh is recorded (for :func:`last_refresh`) even when everything failed.
+    """
+    wanted = normalise_categories(categories)
+    if not wanted:
+        raise ValueError("Choose at least one arXiv category to refresh, e.g. cs.CL.")
+    if not 1 <= max_per_category <= MAX_PER_CATEGORY:
+        raise ValueError(f"max_per_category must be between 1 and {MAX_PER_CATEGORY}.")
+    from ingest.errors import IngestError
+
+    report = progress or _no_progress
+    result = RefreshResult(added=[], skipped=0, errors=[], started_at=utc_now(), finished_at="", categories=wanted,
+                           user_id=user_id)
+    seen: set[str] = set()
+    for i, category in enumerate(wanted):
+        report(i / len(wanted), f"Asking arXiv for the newest {category} papers")
+        try:
+            papers = library.arxiv.by_category(category, max_results=max_per_category)
+        except (IngestError, OSError) as exc:
+            result.errors.append(f"{category}: {exc}")
+            continue
+        for j, metadata in enumerate(papers):
+            if metadata.arxiv_id in seen:
+                continue  # cross-listed in two followed categories
+            seen.add(metadata.arxiv_id)
+            if _known(library.store, metadata.arxiv_id):
+                result.skipped += 1
+                continue
+            report((i + (j + 1) / (len(papers) + 1)) / len(wanted), f"{category}: adding {metadata.title[:60]}")
+            try:
+                added = library.add_metadata(metadata)
+            except (IngestError, OSError) as exc:
+                result.errors.append(f"{metadata.arxiv_id}: {exc}")
+                continue
+            if added.added:
+                result.added.append(added.paper_id)
+            else:
+                result.skipped += 1
+    result.finished_at = utc_now()
+    result.id = _record(library.store, result)
+    report(1.0, f"Added {len(result.added)} paper(s)")
+    return result
+
+
+def refresh_followed(library, *, max_per_category: int = 5,  # noqa: ANN001
+                     progress: Progress | None = None) -> RefreshResult | None:
+    """Refresh every category any user follows (the scheduled refresh); None when nobody follows any."""
+    categories = all_followed_categories(library.store)
+    if not categories:
+        return None
+    return refresh_categories(library, categories, max_per_category=max_per_category, progress=progress)
+
+
+def _record(store: Store, result: RefreshResult) -> int:
+    with store.transaction() as conn:
+        cursor = conn.execute(
+            "INSERT INTO refreshes (user_id, categories, added, skipped, errors, started_at, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [result.user_id, json.dumps(result.categories), json.dumps(result.added), result.skipped,
+             json.dumps(result.errors), result.started_at, result.finished_at])
+        return int(cursor.lastrowid)
+
+
+def last_refresh(store: Store, user_id: str | None = None) -> dict[str, Any] | None:
+    """The newest refresh the user ran or the scheduler ran for everyone (any refresh when ``user_id`` is None)."""
+    scope, args = ("WHERE user_id = ? OR user_id IS NULL", [user_id]) if user_id is not None else ("", [])
+    row = store.conn.execute(
+        f"SELECT id, user_id, categories, added, skipped, errors, started_at, finished_at FROM refreshes {scope} "
+        "ORDER BY id DESC LIMIT 1", args).fetchone()
+    if row is None:
+        return None
+    added = json.loads(row[3] or "[]")
+    return {"id": row[0], "user_id": row[1], "categories": json.loads(row[2] or "[]"), "added": added,
+            "n_added": len(added), "skipped": row[4], "errors": json.loads(row[5] or "[]"), "started_at": row[6],
+            "finished_at": row[7]}
+
+
+# ----- on a timer --------------------------------------------------------------------------------------
+
+
+class RefreshScheduler:
+    """Calls ``fn`` every ``interval_hours`` in a daemon thread; 0 hours means off.
+
+    The first call comes after one interval (``first_delay_s`` to change that), so starting the app never
+    waits for arXiv. A failing call is logged and the schedule goes on.
+    """
+
+    def __init__(self, interval_hours: float, fn: Callable[[], object], *, first_delay_s: float | None = None
+                 ) -> None:
+        if interval_hours < 0:
+            raise ValueError("interval_hours must be 0 (off) or more")
+        self.interval_s = interval_hours * 3600.0
+        self.first_delay_s = self.interval_s if first_delay_s is None else max(0.0, first_delay_s)
+        self.fn = fn
+        self.runs = 0
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> bool:
+        """Start the timer; False (and nothing started) when the interval is 0 or it already runs."""
+        if self.interval_s <= 0 or self.running:
+            return False
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="library-refresh", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the timer; a refresh in progress finishes first (waits up to ``timeout`` seconds)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = self.first_delay_s
+        while not self._stop.wait(delay):
+            try:
+                self.fn()
+                self.last_error = None
+            except Exception as exc:  # noqa: BLE001 - one failed refresh must not end the schedule
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                logger.exception("scheduled library refresh failed")
+            self.runs += 1
+            delay = self.interval_s

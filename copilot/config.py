@@ -71,6 +71,9 @@ class Settings(BaseSettings):
                                          "merely restates one source chunk and is dropped.")
     min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
                                   "dropped and no longer retrieved.")
+    relevance_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
+                                    "the answer's measured relevance to its question (the rest is the LLM's own "
+                                    "verdict probability); 0 = the LLM alone.")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
                                  "arXiv categories; 0 = off.")
 
@@ -80,6 +83,13 @@ class Settings(BaseSettings):
         "plus a query-side adapter; no LLM call).",
     )
     association_adapter: str = Field("", description="Adapter file for the association score; empty = the shipped one.")
+
+    users: Literal["auto", "single", "session", "hf"] = Field(
+        "auto",
+        description="Who is who in the web app: 'single' = one local user; 'session' = each browser session is "
+        "its own guest; 'hf' = Hugging Face sign-in (guests without it get a per-session space); "
+        "'auto' = 'hf' on Spaces, else 'single'.",
+    )
 
     host: str = Field(
         "127.0.0.1",

@@ -152,8 +152,13 @@ class Copilot:
 
     def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
                    write_thought: bool = True, include_public: bool = False,
-                   paper_ids: list[str] | None = None) -> Iterator[str | AskResult]:
-        """Yield the answer text as it grows, then the final :class:`AskResult`."""
+                   paper_ids: list[str] | None = None, share_thought: bool = False,
+                   about_user: str | None = None) -> Iterator[str | AskResult]:
+        """Yield the answer text as it grows, then the final :class:`AskResult`.
+
+        ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
+        memories) personalises the answer without touching retrieval.
+        """
         question = question.strip()
         if not question:
             raise ValueError("Ask a question first.")
@@ -162,7 +167,7 @@ class Copilot:
                               paper_ids=paper_ids)
         t1 = time.perf_counter()
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
-                    {"role": "user", "content": prompts.answer_user(question, [source_text(i) for i in items])}]
+                    {"role": "user", "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
         answer = ""
         stream = self.llm.stream(messages, max_tokens=self.settings.max_answer_tokens,
                                  temperature=self.settings.temperature)
@@ -181,7 +186,7 @@ class Copilot:
         query_id = self._record(user_id, question, answer, items, timings)
         result = AskResult(query_id, question, answer, items, timings)
         if write_thought:
-            self.worker.submit(lambda: self._write_thought(result, user_id))
+            self.worker.submit(lambda: self._write_thought(result, user_id, share_thought))
         else:
             result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
             result.timings["thought_ms"] = 0.0
@@ -206,10 +211,10 @@ class Copilot:
                 [user_id, question, answer, json.dumps(retrieved), json.dumps(timings), utc_now()])
             return int(cursor.lastrowid)
 
-    def _write_thought(self, result: AskResult, user_id: str) -> None:
+    def _write_thought(self, result: AskResult, user_id: str, public: bool = False) -> None:
         start = time.perf_counter()
         outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
-                                    items=result.sources)
+                                    items=result.sources, public=public)
         result.timings["thought_ms"] = round(1000 * (time.perf_counter() - start), 1)
         result.thought = outcome
         self._record_outcome(result)

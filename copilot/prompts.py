@@ -19,10 +19,11 @@ ANSWER_SYSTEM = (
 )
 
 
-def answer_user(question: str, sources: list[str]) -> str:
-    """The user turn: numbered sources, then the question."""
+def answer_user(question: str, sources: list[str], about_user: str | None = None) -> str:
+    """The user turn: numbered sources, what we know of the asker (if anything), then the question."""
     numbered = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(sources, start=1))
-    return f"Sources:\n{numbered}\n\nQuestion: {question}"
+    about = f"About the asker: {about_user}\n\n" if about_user else ""
+    return f"Sources:\n{numbered}\n\n{about}Question: {question}"
 
 
 # ----- distilling a thought (one call: the thought and the verdict) ---------------------------------------

@@ -54,7 +54,7 @@ def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> d
             "thoughts_retrieved": sum(s["kind"] == "thought" for s in record["sources"]),
             "max_depth_retrieved": max((s["depth"] for s in record["sources"]), default=0),
             "thought": {k: record["thought"].get(k) for k in ("outcome", "reason", "thought_id", "depth",
-                                                              "confidence")},
+                                                              "confidence", "model_confidence", "relevance")},
             "llm_calls": record["llm_calls"], "answer": result.answer,
         })
     stats = copilot.memory.stats()

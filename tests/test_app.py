@@ -21,8 +21,9 @@ def test_chat_api_answers_with_the_embedded_model(app_url: str) -> None:
     assert "/chat" in api["named_endpoints"]
     info = client.predict(api_name="/model_info")
     assert info["backend"] == "local" and "SmolLM2" in info["model"]
-    textbox, history = client.predict("What is a citation graph? Answer in one sentence.", [], api_name="/chat")
-    assert textbox == ""
+    textbox, history, retrieved, query_id, status = client.predict(
+        "What is a citation graph? Answer in one sentence.", [], [], False, False, api_name="/chat")
+    assert textbox == "" and isinstance(query_id, int | float)
     assert history[-2]["role"] == "user" and "citation graph" in str(history[-2]["content"])
     assert history[-1]["role"] == "assistant"
     answer = history[-1]["content"]
@@ -32,13 +33,13 @@ def test_chat_api_answers_with_the_embedded_model(app_url: str) -> None:
 
 def test_chat_api_keeps_history(app_url: str) -> None:
     client = Client(app_url, verbose=False)
-    _, first = client.predict("My name is Ada.", [], api_name="/chat")
-    _, second = client.predict("Say hello.", first, api_name="/chat")
+    _, first, *_ = client.predict("What is a citation?", [], [], False, False, api_name="/chat")
+    _, second, *_ = client.predict("Say hello.", first, [], False, False, api_name="/chat")
     assert len(second) == len(first) + 2
     assert [m["role"] for m in second[-2:]] == ["user", "assistant"]
 
 
 def test_empty_message_changes_nothing(app_url: str) -> None:
     client = Client(app_url, verbose=False)
-    textbox, history = client.predict("   ", [], api_name="/chat")
+    textbox, history, *_ = client.predict("   ", [], [], False, False, api_name="/chat")
     assert history == []

@@ -1,14 +1,30 @@
-"""The real page in Debian's chromium, driven by Playwright: type a question, see the model's answer."""
+"""The real page in Debian's chromium, driven by Playwright, with the real embedded model (``make run``).
 
+One walk through every tab on a library of the real shared papers: upload them, ask and get a cited answer,
+see the thought on the dashboard, move its confidence with feedback, draft an abstract and a related-work
+section, find trends and ideas, build a profile. Screenshots of each tab are taken on the way; with
+``UPDATE_SCREENSHOTS=1`` they are copied to ``docs/`` for the README.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import ROOT, SHARED_DATA
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAPERS = ["N18-3011.pdf", "2020.acl-main.207.pdf", "2020.acl-main.447.pdf", "2023.eacl-main.121.pdf"]
+QUESTION = "What does LongEval recommend for human evaluation of faithfulness?"
+LLM_WAIT_MS = 240_000
 
 
 @pytest.fixture(scope="module")
@@ -22,24 +38,125 @@ def browser():  # noqa: ANN201 - a Playwright browser
         b.close()
 
 
-def test_chat_in_the_browser(browser, app_url: str, tmp_path: Path) -> None:  # noqa: ANN001
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(app_url, wait_until="networkidle")
-    assert "Paper Copilot" in page.title()
-    page.get_by_text("SmolLM2-135M-Instruct").first.wait_for(timeout=30_000)
-    box = page.locator("#message textarea")
-    box.fill("What is a literature graph? Answer briefly.")
-    box.press("Enter")
-    user = page.locator('#chatbot [data-testid="user"]')
-    bot = page.locator('#chatbot [data-testid="bot"]')
-    user.first.wait_for(timeout=30_000)
-    assert "literature graph" in user.first.inner_text()
+def _shot(page, tmp_path: Path, name: str) -> None:  # noqa: ANN001
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        (ROOT / "docs").mkdir(exist_ok=True)
+        shutil.copy(path, ROOT / "docs" / f"{name}.png")
+
+
+def _tab(page, name: str) -> None:  # noqa: ANN001
+    page.get_by_role("tab", name=name).click()
+
+
+def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) -> str:  # noqa: ANN001
+    """Wait until the element's text matches ``pattern`` (a JS regular expression); return the text."""
     page.wait_for_function(
-        """() => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
-                   return b.length > 0 && b[b.length - 1].innerText.trim().split(/\\s+/).length >= 3; }""",
-        timeout=120_000,
-    )
-    assert len(bot.last.inner_text().split()) >= 3
-    assert box.input_value() == ""
-    page.screenshot(path=str(tmp_path / "chat.png"))
+        "([sel, pat]) => { const e = document.querySelector(sel); return e && new RegExp(pat).test(e.innerText); }",
+        arg=[selector, pattern], timeout=timeout)
+    return page.locator(selector).inner_text()
+
+
+def _pick(page, selector: str, option: str) -> None:  # noqa: ANN001
+    page.locator(f"{selector} input").first.click()
+    page.get_by_role("option", name=re.compile(re.escape(option), re.IGNORECASE)).first.click()
+    page.keyboard.press("Escape")
+
+
+def _thought_rows(page) -> list[list[str]]:  # noqa: ANN001
+    return page.evaluate("""() => Array.from(document.querySelectorAll('#thought-table [role=row].virtual-row'))
+        .map(row => Array.from(row.querySelectorAll('[role=gridcell]')).map(cell => cell.innerText.trim()))
+        .filter(r => r.length > 2 && /^\\d+$/.test(r[0]))""")
+
+
+@pytest.mark.timeout(1500)  # about 4 minutes on an idle 2-core machine; generous for a busy one
+def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) -> None:  # noqa: ANN001, PLR0915
+    page = browser.new_page(viewport={"width": 1366, "height": 1000})
+    page.goto(app_url, wait_until="domcontentloaded", timeout=120_000)
+    page.get_by_text("SmolLM2-135M-Instruct").first.wait_for(timeout=120_000)
+    assert "Paper Copilot" in page.title()
+
+    # Library: upload the four shared papers, with progress, and see them listed.
+    _tab(page, "Library")
+    page.locator("#upload-files input[type=file]").set_input_files([str(SHARED_DATA / "papers" / p) for p in PAPERS])
+    page.wait_for_timeout(1500)
+    page.locator("#upload-add").click()
+    notice = _wait_text(page, "#library-notice", r"(added|already)[\s\S]*(added|already)[\s\S]*(added|already)"
+                        r"[\s\S]*(added|already)")
+    assert "failed" not in notice.lower()
+    _wait_text(page, "#papers-table", "Semantic Scholar")
+    _shot(page, tmp_path, "library")
+
+    # Chat: a streamed answer with followable sources, the retrieved items, then the thought.
+    _tab(page, "Chat")
+    box = page.locator("#message textarea")
+    box.fill(QUESTION)
+    box.press("Enter")
+    _wait_text(page, "#chatbot", r"Sources[\s\S]*\[1\]")
+    answer = page.locator('#chatbot [data-testid="bot"]').last.inner_text()
+    assert re.search(r"\[1\].*(LongEval|Semantic Scholar|SPECTER|S2ORC|p\. \d)", answer, re.S), answer
+    _wait_text(page, "#retrieved", "chunk")
+    status = _wait_text(page, "#chat-status", r"Thought: (\*\*)?(added|merged)|Thought: dropped")
+    _shot(page, tmp_path, "chat")
+    assert re.search(r"added|merged", status), f"the real model's thought was not kept: {status}"
+
+    # Dashboard: the thought is there with depth and confidence; its provenance shows the chunks.
+    _tab(page, "Dashboard")
+    page.locator("#dashboard-refresh").click()
+    _wait_text(page, "#dashboard-summary", r"[1-9]\d* thoughts")
+    page.wait_for_function("() => document.querySelectorAll('#thought-table [role=gridcell]').length > 2",
+                           timeout=30_000)
+    rows = _thought_rows(page)
+    assert rows, "no thought row on the dashboard"
+    newest_id, before = rows[0][0], float(rows[0][2])
+    page.locator("#thought-id input").fill(newest_id)
+    page.locator("#thought-show").click()
+    _wait_text(page, "#thought-detail", r"Built from[\s\S]*chunk #")
+    _shot(page, tmp_path, "dashboard")
+
+    # Feedback: thumbs down on the answer lowers that thought's confidence.
+    _tab(page, "Chat")
+    page.locator("#thumbs-down").click()
+    feedback = _wait_text(page, "#chat-status", r"→|no thought|made no thought")
+    match = re.search(r"confidence (\d+\.\d+) → (\d+\.\d+)", feedback)
+    assert match and float(match.group(2)) < float(match.group(1)), feedback
+    _tab(page, "Dashboard")
+    page.locator("#dashboard-refresh").click()
+    page.wait_for_timeout(1500)
+    after = {r[0]: float(r[2]) for r in _thought_rows(page)}
+    changed = [tid for tid in after if abs(after[tid] - float(match.group(2))) < 0.006]  # shown to 2 places
+    assert changed, (after, feedback)
+    assert newest_id not in changed or after[newest_id] < before
+
+    # Write: an abstract for one paper, then related work with references; both download as Markdown.
+    _tab(page, "Write")
+    _pick(page, "#abstract-paper", "LongEval")
+    page.locator("#draft-abstract").click()
+    _wait_text(page, "#draft-output", r"\w+ \w+ \w+[\s\S]*LLM call")
+    page.locator("#related-title textarea").fill("Evaluating faithfulness of long summaries of papers")
+    page.locator("#related-abstract textarea").fill(
+        "We study how to judge whether summaries of scientific papers are faithful, using annotated "
+        "documents and citation graphs of scholarly literature.")
+    page.locator("#draft-related").click()
+    related = _wait_text(page, "#draft-output", r"References[\s\S]*\[1\]")
+    assert "[1]" in related
+    page.locator("#draft-md a, #draft-md [download]").first.wait_for(timeout=30_000)
+    _shot(page, tmp_path, "write")
+
+    # Trends and ideas from the library.
+    _tab(page, "Trends & ideas")
+    page.locator("#ideas-run").click()
+    ideas = _wait_text(page, "#ideas-output", r"Trending keywords[\s\S]*Ideas[\s\S]*Papers")
+    assert re.search(r"1\. .*\[\d\]", ideas), ideas
+    _shot(page, tmp_path, "ideas")
+
+    # Profile: a persona from pasted text, saved and editable; memories listed.
+    _tab(page, "Profile")
+    page.locator("#profile-text textarea").fill(
+        "I research evaluation of summarisation and scholarly knowledge graphs at a university library.")
+    page.locator("#profile-from-text").click()
+    _wait_text(page, "#profile-status", "saved")
+    assert page.locator("#persona textarea").input_value().strip()
+    _shot(page, tmp_path, "profile")
     page.close()

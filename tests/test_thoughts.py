@@ -39,7 +39,7 @@ def store(tmp_path: Path, embedder: Embedder) -> Store:
 
 
 def settings(**kw) -> Settings:  # noqa: ANN003
-    return Settings(min_confidence=0.3, **kw)
+    return Settings(min_confidence=0.3, relevance_weight=0.0, **kw)
 
 
 def chunk_items(store: Store) -> list[RetrievedItem]:
@@ -227,3 +227,26 @@ def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> N
     assert report.outcomes == ["added", "dropped", "added"]
     assert report.llm_calls == 2 + 3 * 2
     assert store.db["thoughts"].count == 2
+
+
+def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_question(
+        store: Store, embedder: Embedder) -> None:
+    """With the blend, a low model probability no longer sinks a relevant answer, and a high one no longer
+    saves an answer that belongs to another question."""
+    items = chunk_items(store)
+    llm = ScriptedLLM(thoughts=[
+        (reply("SPECTER trains a transformer on citation triplets to embed scientific papers."), 0.3),
+        (reply("LongEval recommends partial annotation for judging faithfulness of long summaries."), 0.9),
+    ])
+    mem = ThoughtMemory(store, embedder, llm, Settings(min_confidence=0.5, relevance_weight=0.5))
+    on_topic = mem.write(user_id="ada", question="How is SPECTER trained?",
+                         answer="SPECTER is trained with a triplet loss over the citation graph of papers [2].",
+                         items=items)
+    assert on_topic.outcome == "added", on_topic.reason
+    assert on_topic.model_confidence == pytest.approx(0.3) and on_topic.relevance > 0.9
+    assert on_topic.confidence == pytest.approx(0.5 * 0.3 + 0.5 * on_topic.relevance, abs=1e-3)
+    off_topic = mem.write(user_id="ada", question="How is SPECTER trained?",
+                          answer="LongEval recommends partial annotation when judging long summaries [3].",
+                          items=items)
+    assert off_topic.outcome == "dropped" and off_topic.reason.startswith("low_confidence"), off_topic
+    assert off_topic.model_confidence == pytest.approx(0.9) and off_topic.relevance < 0.2

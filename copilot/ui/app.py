@@ -1,0 +1,117 @@
+"""The Gradio web app: six tabs over the engine and the library. Every main action has an ``api_name``, so
+``gradio_client`` can drive everything the page does."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from copilot.config import Settings, get_settings
+from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
+from copilot.ui.context import AppContext
+from copilot.ui.services import Services
+from copilot.ui.users import users_mode
+
+STATIC_DIR = Path(__file__).resolve().parent.parent.parent / "static"
+CSS_PATH = STATIC_DIR / "style.css"
+
+INTRO = (
+    "## Paper Copilot\n"
+    "Chat about your papers with cited answers, draft abstracts and related work, and watch a memory of "
+    "*thoughts* grow from past answers."
+)
+
+
+def describe_model(settings: Settings) -> dict:
+    """The configured backend and model, without loading it."""
+    backend = settings.resolved_backend()
+    model = settings.llm_model or {
+        "local": "SmolLM2-135M-Instruct (embedded, CPU)",
+        "openai": "default OpenAI-compatible model",
+        "hf": "default Hugging Face Inference model",
+    }[backend]
+    return {"backend": backend, "model": model, "data_dir": str(settings.data_dir.resolve())}
+
+
+def _model_line(settings: Settings) -> str:
+    info = describe_model(settings)
+    return f"Model: **{info['model']}** via `{info['backend']}` backend."
+
+
+def _warm_up(services: Services) -> None:
+    """Load the models in the background so the first question does not wait for them."""
+    try:
+        services.library  # noqa: B018 - loads the engine (store, embedder, LLM) and the library
+    except Exception:  # noqa: BLE001 - reported to the user on their first action
+        pass
+
+
+def build_app(settings: Settings | None = None, services: Services | None = None, *,
+              warm_up: bool = True) -> gr.Blocks:
+    """The whole web app for ``settings`` (default: the environment's)."""
+    settings = settings or get_settings()
+    services = services or Services(settings)
+    ctx = AppContext(settings, services, users_mode(settings))
+    if warm_up:
+        threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
+    with gr.Blocks(title="Paper Copilot") as demo:
+        with gr.Row():
+            gr.Markdown(INTRO, elem_id="intro")
+            if ctx.mode == "hf":
+                gr.LoginButton()
+        gr.Markdown(_model_line(settings), elem_id="model-line")
+        with gr.Tabs():
+            library = library_tab.build(ctx)
+            chat = chat_tab.build(ctx)
+            write = write_tab.build(ctx)
+            ideas = ideas_tab.build(ctx)
+            profile = profile_tab.build(ctx)
+            dashboard = dashboard_tab.build(ctx)
+        pickers = [chat["scope"], write["one_paper"], write["many_papers"], write["related_papers"],
+                   ideas["papers"]]
+
+        def paper_pickers(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+            choices = library_tab.paper_choices(services.papers(ctx.user(request, profile)))
+            return tuple(gr.update(choices=choices) for _ in pickers)
+
+        for event in library["changed"]:
+            event.then(paper_pickers, None, pickers, api_visibility="private")
+        for fn, inputs, outputs in library["load"] + profile["load"] + dashboard["load"]:
+            demo.load(fn, inputs, outputs, api_visibility="private")
+        demo.load(paper_pickers, None, pickers, api_visibility="private")
+
+        def model_info() -> dict:
+            """Which LLM backend and model answer, and where this instance keeps its data."""
+            return describe_model(settings)
+
+        gr.api(model_info, api_name="model_info")
+    return demo
+
+
+def start_refresh_schedule(settings: Settings, services: Services) -> Any:  # noqa: ANN401 - a RefreshScheduler
+    """Every ``COPILOT_REFRESH_HOURS`` hours, pull the newest papers of every followed category (0 = off)."""
+    from copilot.refresh import RefreshScheduler, refresh_followed
+
+    scheduler = RefreshScheduler(settings.refresh_hours, lambda: refresh_followed(services.library))
+    return scheduler if scheduler.start() else None
+
+
+def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: ANN401 - passed to Gradio
+    """Build and serve the app on the configured host and port, with the scheduled refresh when enabled."""
+    settings = settings or get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    services = Services(settings)
+    demo = build_app(settings, services)
+    start_refresh_schedule(settings, services)
+    demo.queue(default_concurrency_limit=2).launch(
+        server_name=settings.host,
+        server_port=settings.port,
+        css_paths=[CSS_PATH] if CSS_PATH.exists() else None,
+        theme=gr.themes.Soft(),
+        show_error=True,
+        allowed_paths=[str(settings.data_dir / "exports")],
+        **kwargs,
+    )

@@ -1,0 +1,172 @@
+"""Chat tab: cited answers over the library or a chosen subset, feedback, and the retrieved items."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from copilot.engine import AskResult
+from copilot.llm import LLMError
+from copilot.ui.context import AppContext, fail
+from copilot.ui.services import provenance_summary, retrieved_rows, source_line
+
+RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "confidence", "score", "recalled by", "from", "text"]
+MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
+THOUGHT_WAIT_S = 90.0
+
+
+def _about_user(ctx: AppContext, user: str, message: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """The persona plus the user's memories this message calls for (the association score finds them)."""
+    from copilot.profile import get_profile
+
+    copilot = ctx.services.copilot
+    memories = [m for m in copilot.recall(message, user_id=user, k=3) if m["score"] >= MEMORY_MIN_SCORE][:2]
+    profile = get_profile(copilot.store, user)
+    parts = [profile["persona"][:300]] if profile and profile.get("persona") else []
+    parts += [m["text"] for m in memories]
+    return (" ".join(parts) or None), memories
+
+
+def _answer_markdown(result: AskResult) -> str:
+    lines = [source_line(n, item) for n, item in enumerate(result.sources, start=1)]
+    sources = "\n".join(f"- {line}" for line in lines) if lines else "- (no sources: the library is empty)"
+    return f"{result.answer}\n\n**Sources**\n{sources}"
+
+
+def thought_text(outcome: dict[str, Any] | None) -> str:
+    if not outcome:
+        return "Thought: still being written…"
+    kind = outcome.get("thought_outcome") or outcome.get("outcome")
+    if kind == "added":
+        return f"Thought: **added** #{outcome['thought_id']} — see the Dashboard."
+    if kind == "merged":
+        return f"Thought: **merged** into #{outcome['thought_id']} ({outcome.get('thought_reason') or ''})."
+    if kind == "pending":
+        return "Thought: still being written…"
+    return f"Thought: dropped ({outcome.get('thought_reason') or outcome.get('reason') or 'no reason'})."
+
+
+def build(ctx: AppContext) -> dict[str, Any]:
+    services = ctx.services
+    with gr.Tab("Chat", id="chat"):
+        with gr.Row():
+            with gr.Column(scale=3):
+                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot")
+                with gr.Row():
+                    message = gr.Textbox(placeholder="Ask about your papers…", show_label=False, scale=8,
+                                         elem_id="message", autofocus=True)
+                    send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+                with gr.Row():
+                    up = gr.Button("👍 Helpful", size="sm", elem_id="thumbs-up")
+                    down = gr.Button("👎 Not helpful", size="sm", elem_id="thumbs-down")
+                    clear = gr.Button("Clear conversation", size="sm", elem_id="clear")
+                status = gr.Markdown(elem_id="chat-status")
+                query_id = gr.Number(label="Answer id", precision=0, interactive=False, visible=False,
+                                     elem_id="query-id")
+            with gr.Column(scale=2):
+                scope = gr.Dropdown(label="Papers (empty: the whole library)", choices=[], multiselect=True,
+                                    allow_custom_value=True, elem_id="chat-scope")
+                use_public = gr.Checkbox(label="Also use the public thought pool", value=False)
+                share = gr.Checkbox(label="Share my new thoughts in the public pool", value=False)
+                retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
+                                         interactive=False, wrap=True, elem_id="retrieved")
+
+    def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
+             request: gr.Request, profile: gr.OAuthProfile | None = None
+             ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
+        """Ask about your library: a streamed answer with numbered, followable sources."""
+        from copilot.profile import extract_self_statements
+
+        user = ctx.user(request, profile)
+        history = list(history or [])
+        message = (message or "").strip()
+        if not message:
+            gr.Info("Type a question first.")
+            yield "", history, [], None, ""
+            return
+        copilot = services.copilot
+        try:
+            paper_ids = services.visible_paper_ids(user, scope or None)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        if not paper_ids:
+            gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
+        for statement in extract_self_statements(message):
+            copilot.remember(statement, user_id=user)
+        about, memories = _about_user(ctx, user, message)
+        shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+        yield "", shown, [], None, ""
+        result: AskResult | None = None
+        try:
+            for update in copilot.ask_stream(message, user_id=user, paper_ids=paper_ids, include_public=use_public,
+                                             share_thought=share, about_user=about):
+                if isinstance(update, AskResult):
+                    result = update
+                else:
+                    shown[-1] = {"role": "assistant", "content": update}
+                    yield "", shown, [], None, ""
+        except (LLMError, ValueError) as exc:
+            raise fail(exc) from exc  # the typed question stays in the history above
+        assert result is not None
+        shown[-1] = {"role": "assistant", "content": _answer_markdown(result)}
+        provenance = provenance_summary(services, [i.id for i in result.sources if i.kind == "thought"])
+        rows = retrieved_rows(result.sources, provenance)
+        rows += [["–", "memory", m["id"], None, None, m["score"], m["recalled_by"], "you said", m["text"][:160]]
+                 for m in memories]
+        yield "", shown, rows, result.query_id, "Thought: being written in the background…"
+
+    def thought_status(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """What became of the thought of answer ``query_id`` (waits briefly while it is being written)."""
+        if query_id is None:
+            return ""
+        user = ctx.user(request, profile)
+        deadline = time.monotonic() + THOUGHT_WAIT_S
+        while True:
+            rows = [r for r in services.query_history(user) if r["id"] == int(query_id)]
+            if not rows:
+                raise gr.Error(f"No answer #{int(query_id)} for this user.")
+            if rows[0]["thought_outcome"] != "pending" or time.monotonic() > deadline:
+                return thought_text(rows[0])
+            time.sleep(0.5)
+
+    def feedback(query_id: float | None, value: int, user: str) -> str:
+        if query_id is None:
+            raise gr.Error("Ask a question first: feedback applies to the last answer.")
+        services.copilot.flush(timeout=THOUGHT_WAIT_S)
+        before = None
+        row = [r for r in services.query_history(user) if r["id"] == int(query_id)]
+        if row and row[0]["thought_id"] is not None:
+            found = services.copilot.memory.get(int(row[0]["thought_id"]), user)
+            before = found["confidence"] if found else None
+        try:
+            result = services.copilot.feedback(int(query_id), value, user_id=user)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        word = "👍 Thanks" if value > 0 else "👎 Noted"
+        if result["thought_id"] is None or result["confidence"] is None:
+            return f"{word}: feedback saved (this answer made no thought)."
+        return (f"{word}: thought #{result['thought_id']} confidence {before:.2f} → {result['confidence']:.2f}."
+                if before is not None else f"{word}: thought #{result['thought_id']} confidence now "
+                f"{result['confidence']:.2f}.")
+
+    def feedback_up(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """Thumbs up on an answer: the thought made from it gains confidence."""
+        return feedback(query_id, 1, ctx.user(request, profile))
+
+    def feedback_down(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """Thumbs down on an answer: the thought made from it loses confidence (and may stop being used)."""
+        return feedback(query_id, -1, ctx.user(request, profile))
+
+    inputs = [message, chatbot, scope, use_public, share]
+    outputs = [message, chatbot, retrieved, query_id, status]
+    chat_evt = message.submit(chat, inputs, outputs, api_name="chat")
+    chat_evt.then(thought_status, [query_id], [status], api_name="thought_status")
+    send.click(chat, inputs, outputs, api_visibility="private").then(
+        thought_status, [query_id], [status], api_visibility="private")
+    up.click(feedback_up, [query_id], [status], api_name="feedback_up")
+    down.click(feedback_down, [query_id], [status], api_name="feedback_down")
+    clear.click(lambda: ("", [], [], None, ""), None, outputs, api_name="clear")
+    return {"scope": scope}

@@ -1,0 +1,42 @@
+"""Trends and ideas tab: trend keywords and research ideas from the user's profile and recent papers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from copilot.llm import LLMError
+from copilot.ui.context import AppContext, fail
+
+
+def build(ctx: AppContext) -> dict[str, Any]:
+    services = ctx.services
+    with gr.Tab("Trends & ideas", id="ideas"):
+        gr.Markdown("Trend keywords from your most recent papers, and 3 to 5 research ideas for your profile, "
+                    "each citing the papers it came from.")
+        with gr.Row():
+            papers = gr.Dropdown(label="Only these papers (empty: the most recent in your library)", choices=[],
+                                 multiselect=True, allow_custom_value=True, scale=4, elem_id="ideas-papers")
+            go = gr.Button("Find trends and ideas", variant="primary", scale=1, elem_id="ideas-run")
+        output = gr.Markdown(elem_id="ideas-output")
+
+    def trends(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """Trend keywords and 3-5 cited research ideas from your profile and recent papers."""
+        from copilot.profile import get_profile
+        from copilot.trends import trends_and_ideas
+
+        user = ctx.user(request, profile)
+        try:
+            chosen = services.visible_paper_ids(user, paper_ids or None)
+            if not chosen:
+                raise ValueError("Your library is empty: add papers in the Library tab first.")
+            stored = get_profile(services.copilot.store, user)
+            result = trends_and_ideas(services.copilot, user_id=user, persona=(stored or {}).get("persona"),
+                                      paper_ids=paper_ids or None)
+        except (LLMError, ValueError) as exc:
+            raise fail(exc) from exc
+        return result.to_markdown()
+
+    go.click(trends, [papers], [output], api_name="trends_ideas")
+    return {"papers": papers}

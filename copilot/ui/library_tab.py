@@ -1,0 +1,209 @@
+"""Library tab: search arXiv and add papers, upload PDFs, list and remove, follow categories and refresh."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from copilot.ui.context import AppContext, fail
+
+PAPER_HEADERS = ["id", "title", "authors", "year", "source", "pages", "chunks", "owner"]
+SEARCH_HEADERS = ["arxiv id", "title", "authors", "published", "category"]
+SEARCH_FIELDS = ["all", "title", "author", "category"]
+OFFLINE_NOTICE = "⚠️ **arXiv is unavailable.** {detail}"  # the client's message says uploads still work
+
+
+def paper_rows(papers: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for p in papers:
+        authors = p.get("authors") or []
+        names = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
+        rows.append([p["id"], p.get("title") or "", names, (p.get("published") or "")[:4], p.get("source") or "",
+                     p.get("n_pages"), p.get("n_chunks"), "you" if p.get("user_id") else "shared"])
+    return rows
+
+
+def paper_choices(papers: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(label, id) pairs for paper pickers: the title first, the id to be sure."""
+    return [(f"{(p.get('title') or p['id'])[:80]} ({p['id']})", p["id"]) for p in papers]
+
+
+def _search(ctx: AppContext, query: str, field: str, max_results: int) -> list[Any]:
+    client = ctx.services.library.arxiv
+    text = (query or "").strip()
+    if field == "author":
+        return client.by_author(text, max_results=max_results)
+    if field == "category":
+        return client.by_category(text, max_results=max_results)
+    if field == "title":
+        return client.search(f'ti:"{text}"' if text else "", max_results=max_results)
+    return client.search(text, max_results=max_results)
+
+
+def build(ctx: AppContext) -> dict[str, gr.components.Component]:
+    """Lay out the tab and wire its events; returns the components other tabs refresh."""
+    services = ctx.services
+    with gr.Tab("Library", id="library"):
+        found = gr.State([])  # the last search's metadata, so adding needs no second look-up
+        notice = gr.Markdown(elem_id="library-notice")
+        with gr.Accordion("Search arXiv", open=True):
+            with gr.Row():
+                query = gr.Textbox(label="Search", placeholder="e.g. thought retrieval, or an author name",
+                                   scale=5, elem_id="arxiv-query")
+                field = gr.Dropdown(SEARCH_FIELDS, value="all", label="In", scale=1)
+                max_results = gr.Slider(1, 50, value=10, step=1, label="Results", scale=2)
+                search_btn = gr.Button("Search", scale=1, elem_id="arxiv-search")
+            results = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, label="arXiv results", wrap=True)
+            chosen = gr.CheckboxGroup(label="Add these papers", choices=[], elem_id="arxiv-chosen")
+            add_btn = gr.Button("Add selected papers", variant="primary", elem_id="arxiv-add")
+        with gr.Accordion("Upload PDFs", open=True):
+            files = gr.File(label="PDF files", file_count="multiple", file_types=[".pdf"], elem_id="upload-files")
+            upload_btn = gr.Button("Add uploaded PDFs", variant="primary", elem_id="upload-add")
+        papers = gr.Dataframe(headers=PAPER_HEADERS, interactive=False, label="Your library", wrap=True,
+                              elem_id="papers-table")
+        with gr.Row():
+            remove_id = gr.Textbox(label="Paper id to remove", scale=4, elem_id="remove-id")
+            remove_btn = gr.Button("Remove paper", variant="stop", scale=1, elem_id="remove-paper")
+        with gr.Accordion("Keep current: followed categories", open=False):
+            with gr.Row():
+                categories = gr.Textbox(label="Categories you follow (comma-separated)", placeholder="cs.CL, cs.IR",
+                                        scale=4, elem_id="follow-categories")
+                follow_btn = gr.Button("Save", scale=1)
+                refresh_btn = gr.Button("Refresh now", scale=1, elem_id="refresh-now")
+            refresh_status = gr.Markdown(elem_id="refresh-status")
+
+    def list_papers(request: gr.Request, profile: gr.OAuthProfile | None = None) -> list[list[Any]]:
+        """The papers you can see: shared arXiv papers and your own uploads."""
+        return paper_rows(services.papers(ctx.user(request, profile)))
+
+    def search_arxiv(query: str, field: str, max_results: float
+                     ) -> tuple[list[list[Any]], Any, list[dict], str]:
+        """Search arXiv by free text, title, author or category."""
+        from ingest.errors import ArxivError, ArxivUnavailable
+
+        if not (query or "").strip():
+            raise gr.Error("Type something to search for.")
+        try:
+            hits = _search(ctx, query, field, int(max_results))
+        except ArxivUnavailable as exc:
+            return [], gr.update(choices=[], value=[]), [], OFFLINE_NOTICE.format(detail=exc)
+        except (ArxivError, ValueError) as exc:
+            raise fail(exc) from exc
+        rows = [[h.arxiv_id, h.title, ", ".join(h.authors[:3]), h.published[:10], h.primary_category] for h in hits]
+        choices = [(f"{h.title[:90]} ({h.arxiv_id})", h.arxiv_id) for h in hits]
+        return rows, gr.update(choices=choices, value=[]), [asdict(h) for h in hits], f"{len(hits)} papers found."
+
+    def add_arxiv(chosen: list[str], found: list[dict], request: gr.Request,
+                  profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[str, list[list[Any]]]:
+        """Download, parse and index the chosen arXiv papers (ids or URLs; search results are reused)."""
+        from ingest.errors import ArxivUnavailable, IngestError
+        from ingest.models import PaperMetadata
+
+        user = ctx.user(request, profile)
+        ids = [c.strip() for c in (chosen or []) if c and c.strip()]
+        if not ids:
+            raise gr.Error("Choose papers from the search results first.")
+        known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
+        lines = []
+        for i, ref in enumerate(ids):
+            def step(fraction: float, message: str, i: int = i) -> None:
+                progress((i + fraction) / len(ids), desc=message)
+
+            try:
+                if ref in known:
+                    result = services.library.add_metadata(known[ref], user_id=user, progress=step)
+                else:
+                    result = services.library.add_arxiv(ref, user_id=user, progress=step)
+                lines.append(f"- {ref}: " + ("added, " + f"{result.n_chunks} chunks" if result.added
+                                              else f"already in the library as {result.paper_id}"))
+            except ArxivUnavailable as exc:
+                lines.append(f"- {ref}: " + OFFLINE_NOTICE.format(detail=exc))
+            except IngestError as exc:
+                lines.append(f"- {ref}: failed: {exc}")
+        return "\n".join(lines), paper_rows(services.papers(user))
+
+    def upload_pdfs(paths: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None,
+                    progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
+        """Add uploaded PDFs to your library (only you see them)."""
+        user = ctx.user(request, profile)
+        if not paths:
+            raise gr.Error("Choose one or more PDF files first.")
+        report = services.upload([Path(p) for p in paths], user,
+                                 lambda fraction, message: progress(fraction, desc=message))
+        lines = [f"- {r['file']}: {r['message']}" for r in report]
+        return "\n".join(lines), paper_rows(services.papers(user))
+
+    def remove_paper(paper_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+                     ) -> tuple[str, list[list[Any]]]:
+        """Remove a paper (your uploads; shared arXiv papers only on a single-user instance)."""
+        user = ctx.user(request, profile)
+        try:
+            result = services.remove(paper_id, user, may_remove_public=ctx.single_user)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        text = f"Removed {result['paper_id']} ({result['chunks_removed']} chunks)."
+        if result["thoughts_flagged"]:
+            text += f" {result['thoughts_flagged']} thoughts built on it are flagged."
+        return text, paper_rows(services.papers(user))
+
+    def follow(categories: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """Follow arXiv categories (e.g. cs.CL, cs.IR) for the scheduled refresh."""
+        from copilot.refresh import set_followed_categories
+
+        user = ctx.user(request, profile)
+        wanted = [c.strip() for c in (categories or "").replace(";", ",").split(",") if c.strip()]
+        try:
+            saved = set_followed_categories(services.copilot.store, user, wanted)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        return refresh_line(user, saved)
+
+    def refresh_now(request: gr.Request, profile: gr.OAuthProfile | None = None,
+                    progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
+        """Pull the newest papers of your followed categories now."""
+        from copilot.refresh import followed_categories, refresh_categories
+
+        user = ctx.user(request, profile)
+        cats = followed_categories(services.copilot.store, user)
+        if not cats:
+            raise gr.Error("Follow at least one category first (e.g. cs.CL).")
+        result = refresh_categories(services.library, cats, user_id=user,
+                                    progress=lambda fraction, message: progress(fraction, desc=message))
+        text = refresh_line(user, cats)
+        if result.errors:
+            text += "\n\n" + "\n".join(f"- {e}" for e in result.errors)
+        return text, paper_rows(services.papers(user))
+
+    def refresh_line(user: str, cats: list[str]) -> str:
+        from copilot.refresh import last_refresh
+
+        last = last_refresh(services.copilot.store, user)
+        head = f"Following: {', '.join(cats) if cats else 'nothing yet'}."
+        if not last:
+            return head + " Not refreshed yet."
+        return head + f" Last refresh {last.get('finished_at', '?')}: {last.get('n_added', 0)} papers added."
+
+    def refresh_state(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+        """The categories you follow and when the library was last refreshed."""
+        from copilot.refresh import followed_categories
+
+        user = ctx.user(request, profile)
+        cats = followed_categories(services.copilot.store, user)
+        return ", ".join(cats), refresh_line(user, cats)
+
+    search_evt = search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
+                                  api_name="search_arxiv")
+    query.submit(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
+                 api_visibility="private")
+    add_evt = add_btn.click(add_arxiv, [chosen, found], [notice, papers], api_name="add_arxiv")
+    upload_evt = upload_btn.click(upload_pdfs, [files], [notice, papers], api_name="upload_pdfs")
+    remove_evt = remove_btn.click(remove_paper, [remove_id], [notice, papers], api_name="remove_paper")
+    follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
+    refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
+    gr.api(list_papers, api_name="list_papers")
+    return {"papers": papers, "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
+            "changed": [add_evt, upload_evt, remove_evt, refresh_evt], "search": search_evt}

@@ -1,0 +1,202 @@
+"""What the web app does for one user, as plain functions over the engine and the library.
+
+The tabs only lay out components and format results; every rule about who may see or change what lives
+here, next to the engine calls, so the two-user guarantees can be tested without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copilot.config import Settings
+from copilot.engine import Copilot
+from copilot.types import RetrievedItem
+from ingest.library import Library
+
+Progress = Callable[[float, str], None]
+
+
+def _no_progress(fraction: float, message: str) -> None:
+    """Progress goes nowhere when the caller does not show it."""
+
+
+def arxiv_url(paper_id: str | None) -> str | None:
+    """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
+    if not paper_id or paper_id.startswith("pdf-"):
+        return None
+    return f"https://arxiv.org/abs/{paper_id}"
+
+
+@dataclass
+class Services:
+    """The engine and library of one running instance, loaded on first use (the page appears at once)."""
+
+    settings: Settings
+    _copilot: Copilot | None = None
+    _library: Library | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @property
+    def copilot(self) -> Copilot:
+        with self._lock:
+            if self._copilot is None:
+                self._copilot = Copilot.open(self.settings)
+            return self._copilot
+
+    @property
+    def library(self) -> Library:
+        copilot = self.copilot
+        with self._lock:
+            if self._library is None:
+                self._library = Library.open(self.settings, store=copilot.store, embedder=copilot.embedder)
+            return self._library
+
+    # ----- papers ------------------------------------------------------------------------------------
+
+    def papers(self, user_id: str) -> list[dict[str, Any]]:
+        """The papers this user may see: public arXiv papers and their own uploads."""
+        return self.library.list(user_id)
+
+    def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str] | None:
+        """``wanted`` restricted to what the user may see; None means the whole visible library."""
+        visible = [p["id"] for p in self.papers(user_id)]
+        if not wanted:
+            return visible
+        unknown = [w for w in wanted if w not in visible]
+        if unknown:
+            raise ValueError(f"Unknown paper(s): {', '.join(unknown)}. Pick papers from your library.")
+        return list(wanted)
+
+    def upload(self, paths: list[Path], user_id: str, progress: Progress = _no_progress) -> list[dict[str, Any]]:
+        """Add uploaded PDFs one by one; a bad file is reported and the others still go in."""
+        from ingest.errors import IngestError
+
+        report = []
+        for i, path in enumerate(paths):
+            def step(fraction: float, message: str, i: int = i) -> None:
+                progress((i + fraction) / max(1, len(paths)), f"[{i + 1}/{len(paths)}] {message}")
+
+            try:
+                result = self.library.add_pdf(Path(path), user_id=user_id, progress=step)
+                report.append({"file": Path(path).name, "paper_id": result.paper_id, "added": result.added,
+                               "message": _add_message(result)})
+            except IngestError as exc:
+                report.append({"file": Path(path).name, "paper_id": None, "added": False, "message": str(exc)})
+        return report
+
+    def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
+        """Remove a paper: one's own uploads always; shared arXiv papers only where one user owns the instance."""
+        from ingest.errors import IngestError
+
+        paper_id = (paper_id or "").strip()
+        if not paper_id:
+            raise ValueError("Choose a paper to remove.")
+        row = next((p for p in self.papers(user_id) if p["id"] == paper_id), None)
+        if row is None:
+            raise ValueError(f"No paper '{paper_id}' in your library.")
+        if row["user_id"] is None and not may_remove_public:
+            raise ValueError("arXiv papers are shared by everyone on this instance; only your uploads can be removed.")
+        try:
+            result = self.library.remove(paper_id, user_id=user_id)
+        except IngestError as exc:
+            raise ValueError(str(exc)) from exc
+        return {"paper_id": result.paper_id, "chunks_removed": result.chunks_removed,
+                "thoughts_flagged": result.thoughts_flagged}
+
+    # ----- thoughts ----------------------------------------------------------------------------------
+
+    def thoughts(self, user_id: str) -> list[dict[str, Any]]:
+        return self.copilot.memory.list(user_id)
+
+    def thought(self, thought_id: int, user_id: str) -> dict[str, Any]:
+        """One of the user's thoughts (or a public one) with its provenance resolved to papers and thoughts."""
+        row = self.copilot.memory.get(int(thought_id), user_id)
+        if row is None:
+            raise ValueError(f"No thought #{thought_id} for this user.")
+        row["provenance"] = [self._source(s["kind"], int(s["id"]), user_id) for s in row.pop("sources")]
+        return row
+
+    def _source(self, kind: str, source_id: int, user_id: str) -> dict[str, Any]:
+        db = self.copilot.store.db
+        if kind == "thought":
+            rows = list(db.query("SELECT id, text, depth, confidence, user_id, public FROM thoughts WHERE id = ?",
+                                 [source_id]))
+            if not rows or (rows[0]["user_id"] != user_id and not rows[0]["public"]):
+                return {"kind": "thought", "id": source_id, "text": "(deleted or not yours)"}
+            r = rows[0]
+            return {"kind": "thought", "id": r["id"], "text": r["text"], "depth": r["depth"],
+                    "confidence": r["confidence"]}
+        rows = list(db.query(
+            "SELECT c.id, c.text, c.section, c.page_start, c.paper_id, p.title, p.user_id FROM chunks c "
+            "LEFT JOIN papers p ON p.id = c.paper_id WHERE c.id = ?", [source_id]))
+        if not rows or rows[0]["user_id"] not in (None, user_id):
+            return {"kind": "chunk", "id": source_id, "text": "(removed from the library)"}
+        r = rows[0]
+        return {"kind": "chunk", "id": r["id"], "text": r["text"], "paper_id": r["paper_id"], "title": r["title"],
+                "section": r["section"], "page": r["page_start"], "url": arxiv_url(r["paper_id"])}
+
+    def delete_thought(self, thought_id: int, user_id: str) -> bool:
+        return self.copilot.memory.delete(int(thought_id), user_id)
+
+    def query_history(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's answered questions, oldest first, with the thought each one produced."""
+        return list(self.copilot.store.db.query(
+            "SELECT id, text, thought_id, thought_outcome, thought_reason, created_at FROM queries "
+            "WHERE user_id = ? ORDER BY id", [user_id]))
+
+    def feedback_history(self, user_id: str) -> list[dict[str, Any]]:
+        return list(self.copilot.store.db.query(
+            "SELECT f.query_id, f.value, f.created_at FROM feedback f WHERE f.user_id = ? ORDER BY f.id", [user_id]))
+
+
+def _add_message(result: Any) -> str:  # noqa: ANN401 - an ingest AddResult
+    if not result.added:
+        return f"already in the library as {result.paper_id}"
+    warnings = f" (warnings: {'; '.join(result.warnings)})" if getattr(result, "warnings", None) else ""
+    return f"added {result.paper_id}: {result.n_chunks} chunks{warnings}"
+
+
+def source_line(n: int, item: RetrievedItem) -> str:
+    """One line of an answer's source list, in Markdown, with a link where the paper has a public page."""
+    if item.kind == "thought":
+        conf = f", confidence {item.confidence:.2f}" if item.confidence is not None else ""
+        return f"[{n}] Thought #{item.id} (depth {item.depth}{conf})"
+    pages = f"p. {item.page_start}" if item.page_start == item.page_end else f"pp. {item.page_start}-{item.page_end}"
+    title = item.paper_title or item.paper_id
+    url = arxiv_url(item.paper_id)
+    link = f" [arXiv:{item.paper_id}]({url})" if url else ""
+    return f"[{n}] *{title}*, {item.section or 'body'}, {pages}{link}"
+
+
+def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:
+    """The table of retrieved items beside an answer: what it is, how deep, how sure, how similar."""
+    rows = []
+    for n, item in enumerate(items, start=1):
+        where = (item.paper_title or item.paper_id or "") if item.kind == "chunk" else provenance.get(item.id, "")
+        rows.append([n, item.kind, item.id, item.depth, None if item.confidence is None else round(item.confidence, 3),
+                     round(item.score, 3), item.recalled_by, where, item.text[:160]])
+    return rows
+
+
+def provenance_summary(services: Services, thought_ids: list[int]) -> dict[int, str]:
+    """``thought id -> "from chunk #3, thought #7"`` for the thoughts in a retrieved list."""
+    if not thought_ids:
+        return {}
+    marks = ", ".join("?" * len(thought_ids))
+    out: dict[int, list[str]] = {t: [] for t in thought_ids}
+    for r in services.copilot.store.db.query(
+            f"SELECT thought_id, source_kind, source_id FROM thought_sources WHERE thought_id IN ({marks}) "
+            "ORDER BY source_kind, source_id", thought_ids):
+        out[r["thought_id"]].append(f"{r['source_kind']} #{r['source_id']}")
+    return {t: "from " + ", ".join(v) if v else "" for t, v in out.items()}
+
+
+def dumps(value: Any) -> str:  # noqa: ANN401
+    return json.dumps(value, indent=2, default=str)

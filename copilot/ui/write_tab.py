@@ -1,0 +1,119 @@
+"""Write tab: draft an abstract (one paper or a synthesis of several) or a related-work section."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from copilot.llm import LLMError
+from copilot.ui.context import AppContext, fail
+
+
+def save_exports(ctx: AppContext, user: str, draft: Any, stem: str) -> tuple[str, str]:  # noqa: ANN401 - a Draft
+    """The draft as Markdown and its references as BibTeX, in the user's export folder, for download."""
+    folder = ctx.export_dir(user)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or "draft"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    md = folder / f"{safe}-{stamp}.md"
+    bib = folder / f"{safe}-{stamp}.bib"
+    md.write_text(draft.to_markdown(), encoding="utf-8")
+    bib.write_text(draft.bibtex(), encoding="utf-8")
+    return str(md), str(bib)
+
+
+def draft_view(draft: Any) -> str:  # noqa: ANN401 - a Draft
+    """What the page shows: the draft (with its notes and references), then what it cost."""
+    seconds = draft.timings.get("total_ms", sum(draft.timings.values())) / 1000
+    return draft.to_markdown() + f"\n\n*{draft.llm_calls} LLM call(s), {seconds:.1f} s.*"
+
+
+def build(ctx: AppContext) -> dict[str, Any]:
+    services = ctx.services
+    with gr.Tab("Write", id="write"):
+        with gr.Accordion("Abstract", open=True):
+            gr.Markdown("One paper: an abstract drafted from its body (never from its own abstract). "
+                        "Several papers: a synthesis abstract citing them.")
+            with gr.Row():
+                one_paper = gr.Dropdown(label="Paper", choices=[], allow_custom_value=True, elem_id="abstract-paper",
+                                        scale=3)
+                abstract_btn = gr.Button("Draft abstract", variant="primary", elem_id="draft-abstract", scale=1)
+            with gr.Row():
+                many_papers = gr.Dropdown(label="Papers to synthesise", choices=[], multiselect=True,
+                                          allow_custom_value=True, elem_id="synthesis-papers", scale=3)
+                synthesis_btn = gr.Button("Draft synthesis", elem_id="draft-synthesis", scale=1)
+        with gr.Accordion("Related work", open=True):
+            title = gr.Textbox(label="Your paper's title", elem_id="related-title")
+            abstract = gr.Textbox(label="Your paper's abstract", lines=5, elem_id="related-abstract")
+            with gr.Row():
+                related_papers = gr.Dropdown(label="Only these library papers (empty: all)", choices=[],
+                                             multiselect=True, allow_custom_value=True, scale=3)
+                use_arxiv = gr.Checkbox(label="Also search arXiv", value=False, scale=1)
+            related_btn = gr.Button("Draft related work", variant="primary", elem_id="draft-related")
+        output = gr.Markdown(elem_id="draft-output")
+        with gr.Row():
+            md_file = gr.File(label="Markdown", interactive=False, elem_id="draft-md")
+            bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")
+
+    def run(kind: str, user: str, **kwargs: Any) -> tuple[str, str, str]:  # noqa: ANN401
+        from copilot import writing
+
+        fn = {"abstract": writing.draft_abstract, "synthesis": writing.draft_synthesis,
+              "related": writing.draft_related_work}[kind]
+        try:
+            draft = fn(services.copilot, user_id=user, **kwargs)
+        except (LLMError, ValueError, LookupError) as exc:
+            raise fail(exc) from exc
+        stem = f"{kind}-{kwargs.get('paper_id') or kwargs.get('title') or 'papers'}"
+        md, bib = save_exports(ctx, user, draft, stem)
+        return draft_view(draft), md, bib
+
+    def draft_abstract(paper_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
+                       ) -> tuple[str, str, str]:
+        """Draft an abstract for one paper from its body text."""
+        user = ctx.user(request, profile)
+        if not paper_id:
+            raise gr.Error("Choose a paper first.")
+        try:
+            services.visible_paper_ids(user, [paper_id])
+        except ValueError as exc:
+            raise fail(exc) from exc
+        return run("abstract", user, paper_id=paper_id)
+
+    def draft_synthesis(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None
+                        ) -> tuple[str, str, str]:
+        """Draft one abstract that synthesises several papers, with numbered citations."""
+        user = ctx.user(request, profile)
+        if not paper_ids or len(paper_ids) < 2:
+            raise gr.Error("Choose at least two papers to synthesise.")
+        try:
+            services.visible_paper_ids(user, paper_ids)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        return run("synthesis", user, paper_ids=list(paper_ids))
+
+    def draft_related(title: str, abstract: str, paper_ids: list[str] | None, use_arxiv: bool,
+                      request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str, str]:
+        """Draft a related-work section for your title and abstract, citing library papers (and arXiv)."""
+        user = ctx.user(request, profile)
+        if not (title or "").strip() or not (abstract or "").strip():
+            raise gr.Error("Give your paper's title and abstract first.")
+        try:
+            services.visible_paper_ids(user, paper_ids or None)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        return run("related", user, title=title.strip(), abstract=abstract.strip(),
+                   paper_ids=list(paper_ids) if paper_ids else None, search_arxiv=bool(use_arxiv))
+
+    outputs = [output, md_file, bib_file]
+    abstract_btn.click(draft_abstract, [one_paper], outputs, api_name="draft_abstract")
+    synthesis_btn.click(draft_synthesis, [many_papers], outputs, api_name="draft_synthesis")
+    related_btn.click(draft_related, [title, abstract, related_papers, use_arxiv], outputs, api_name="draft_related")
+    return {"one_paper": one_paper, "many_papers": many_papers, "related_papers": related_papers}
+
+
+def exported(path: str) -> Path:
+    return Path(path)

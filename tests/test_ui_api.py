@@ -1,0 +1,249 @@
+"""Every ``api_name`` of the web app through ``gradio_client``, and two users who must not see each other.
+
+The app runs in this process with the real store, library, embedder and UI; the LLM is a scripted test
+double and arXiv a stand-in whose PDFs are the shared papers served over local HTTP. Each client is its own
+browser session, and the app runs in ``session`` users mode, so clients A and B are two different users.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from gradio_client import Client, handle_file
+
+from copilot.config import Settings
+from copilot.engine import Copilot
+from copilot.store import Store
+from copilot.ui import build_app
+from copilot.ui.services import Services
+from ingest.library import Library
+from tests.conftest import free_port
+from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
+
+pytestmark = pytest.mark.slow
+
+EXPECTED_APIS = {
+    "/add_arxiv", "/add_memory", "/chat", "/clear", "/dashboard", "/delete_memory", "/delete_thought",
+    "/draft_abstract", "/draft_related", "/draft_synthesis", "/feedback_down", "/feedback_up",
+    "/follow_categories", "/list_memories", "/list_papers", "/list_thoughts", "/model_info",
+    "/profile_from_author", "/profile_from_text", "/refresh_now", "/remove_paper", "/save_profile",
+    "/search_arxiv", "/thought_detail", "/thought_status", "/trends_ideas", "/upload_pdfs",
+}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url, services, stub arxiv)
+    from copilot.embeddings import get_embedder
+
+    root = tmp_path_factory.mktemp("ui-api")
+    settings = Settings(data_dir=root / "data", llm_backend="local", users="session")
+    store = Store.open(settings)
+    copilot = Copilot(settings, store, get_embedder(settings), RoutedLLM())
+    server, base_url = pdf_server(SHARED_PAPERS)
+    arxiv = StubArxiv(base_url)
+    services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
+                                                        arxiv=arxiv))
+    demo = build_app(settings, services, warm_up=False)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", services, arxiv, root
+    finally:
+        demo.close()
+        server.shutdown()
+
+
+def _client(url: str) -> Client:
+    return Client(url, verbose=False)
+
+
+def _upload(client: Client, root: Path, name: str, as_name: str) -> list[list]:
+    copy = root / as_name
+    shutil.copy(SHARED_PAPERS / name, copy)
+    notice, papers = client.predict([handle_file(str(copy))], api_name="/upload_pdfs")
+    assert "added" in notice or "already in the library" in notice, notice
+    return papers["data"] if isinstance(papers, dict) else papers
+
+
+def _text(content: str | list) -> str:
+    """Chatbot message content: a string, or Gradio's list of typed parts."""
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def _rows(table: dict | list) -> list[list]:
+    return table["data"] if isinstance(table, dict) else table
+
+
+def test_every_main_action_has_an_api_name(app) -> None:  # noqa: ANN001
+    url, *_ = app
+    api = _client(url).view_api(return_format="dict", print_info=False)
+    assert EXPECTED_APIS <= set(api["named_endpoints"]), EXPECTED_APIS - set(api["named_endpoints"])
+
+
+def test_library_search_add_list_remove_and_offline_notice(app) -> None:  # noqa: ANN001
+    url, services, arxiv, root = app
+    client = _client(url)
+    rows, chosen, notice = client.predict("literature graph", "all", 5, api_name="/search_arxiv")
+    assert "2 papers found" in notice and len(_rows(rows)) == 2
+    notice, papers = client.predict(["2301.00001"], api_name="/add_arxiv")
+    assert "2301.00001: added" in notice, notice
+    assert any(r[0] == "2301.00001" and r[-1] == "shared" for r in _rows(papers))
+    listed = _rows(client.predict(api_name="/list_papers"))
+    assert "2301.00001" in [r[0] for r in listed]
+
+    arxiv.offline = True
+    try:
+        rows, _, notice = client.predict("anything", "author", 5, api_name="/search_arxiv")
+        assert _rows(rows) == [] and "arXiv is unavailable" in notice and "uploading a PDF still works" in notice
+    finally:
+        arxiv.offline = False
+    # Offline or not, an upload still goes in.
+    papers = _upload(client, root, "2020.acl-main.207.pdf", "specter.pdf")
+    mine = [r for r in papers if r[-1] == "you"]
+    assert len(mine) == 1
+    notice, papers = client.predict(mine[0][0], api_name="/remove_paper")
+    assert "Removed" in notice and mine[0][0] not in [r[0] for r in _rows(papers)]
+    with pytest.raises(Exception, match="No paper"):
+        client.predict("pdf-doesnotexist", api_name="/remove_paper")
+
+
+def test_follow_and_refresh(app) -> None:  # noqa: ANN001
+    url, *_ = app
+    client = _client(url)
+    with pytest.raises(Exception, match="categor"):
+        client.predict("not a category!", api_name="/follow_categories")
+    status = client.predict("cs.CL", api_name="/follow_categories")
+    assert "cs.CL" in status
+    status, papers = client.predict(api_name="/refresh_now")
+    assert "Last refresh" in status, status
+    assert {"2301.00001", "2301.00002"} <= {r[0] for r in _rows(papers)}
+
+
+def test_chat_feedback_dashboard_and_thoughts(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    client = _client(url)
+    _upload(client, root, "N18-3011.pdf", "graph.pdf")
+    question = "How is the literature graph of Semantic Scholar built?"
+    box, history, retrieved, query_id, status = client.predict(question, [], [], False, False, api_name="/chat")
+    assert box == "" and _text(history[-2]["content"]) == question
+    answer = _text(history[-1]["content"])
+    assert "**Sources**" in answer and "[1]" in answer
+    assert _rows(retrieved) and _rows(retrieved)[0][1] in ("chunk", "thought")
+    outcome = client.predict(query_id, api_name="/thought_status")
+    assert "added" in outcome, outcome
+
+    summary, growth, evolution, depths, confidences, table = client.predict("", "newest", api_name="/dashboard")
+    thoughts = _rows(table)
+    assert "1 thoughts" in summary or f"{len(thoughts)} thoughts" in summary
+    thought_id, before = thoughts[0][0], thoughts[0][2]
+    detail = client.predict(thought_id, api_name="/thought_detail")
+    assert f"Thought #{thought_id}" in detail and "chunk #" in detail
+
+    down = client.predict(query_id, api_name="/feedback_down")
+    assert f"thought #{thought_id}" in down and "→" in down
+    after = [r for r in _rows(client.predict("", "newest", api_name="/list_thoughts")) if r[0] == thought_id][0][2]
+    assert after < before
+    up = client.predict(query_id, api_name="/feedback_up")
+    assert "👍" in up
+    summary, growth, evolution, *_ = client.predict("", "newest", api_name="/dashboard")
+    assert "1 👍 / 1 👎" in summary
+    points = evolution["value"]["data"] if isinstance(evolution, dict) and "value" in evolution else evolution
+    assert points, "two feedbacks give two self-evolution points"
+
+    # A second question retrieves the first thought beside the chunks.
+    _, _, retrieved, _, _ = client.predict("What does the Semantic Scholar literature graph contain?", [], [],
+                                           False, False, api_name="/chat")
+    assert "thought" in [r[1] for r in _rows(retrieved)]
+
+    matching = _rows(client.predict("semantic scholar", "confidence", api_name="/list_thoughts"))
+    assert matching and all("semantic scholar" in r[-1].lower() for r in matching)
+    cleared = client.predict(api_name="/clear")
+    assert cleared[1] == []
+    detail, table = client.predict(thought_id, "", "newest", api_name="/delete_thought")
+    assert "deleted" in detail and thought_id not in [r[0] for r in _rows(table)]
+
+
+def test_writing_and_ideas(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    client = _client(url)
+    _upload(client, root, "2023.eacl-main.121.pdf", "longeval.pdf")
+    papers = _upload(client, root, "N18-3011.pdf", "graph-w.pdf")
+    ids = [r[0] for r in papers]
+    assert len(ids) >= 2
+    text, md, bib = client.predict(ids[0], api_name="/draft_abstract")
+    assert text.strip() and Path(md).read_text().strip() and Path(md).suffix == ".md"
+    text, md, bib = client.predict(ids[:2], api_name="/draft_synthesis")
+    assert "[1]" in text and "@" in Path(bib).read_text()
+    text, md, bib = client.predict("Memory for research assistants", "We study thoughts retrieved by LLMs.", [],
+                                   False, api_name="/draft_related")
+    assert "References" in Path(md).read_text()
+    with pytest.raises(Exception, match="title and abstract"):
+        client.predict("", "", [], False, api_name="/draft_related")
+    ideas = client.predict([], api_name="/trends_ideas")
+    assert ideas.strip()
+
+
+def test_profile_and_memories(app) -> None:  # noqa: ANN001
+    url, *_ = app
+    client = _client(url)
+    persona, status = client.predict("I work on scholarly knowledge graphs and citation analysis for "
+                                     "digital libraries, with a focus on evaluation.", api_name="/profile_from_text")
+    assert persona.strip() and "saved" in status
+    persona, status = client.predict("Ada Lovelace", api_name="/profile_from_author")
+    assert persona.strip() and "arXiv" in status
+    assert client.predict("My own persona text", api_name="/save_profile") == "Persona saved."
+    _, memories = client.predict("I prefer short answers.", api_name="/add_memory")
+    memory_id = _rows(memories)[0][0]
+    assert _rows(client.predict(api_name="/list_memories"))[0][1] == "I prefer short answers."
+    status, memories = client.predict(memory_id, api_name="/delete_memory")
+    assert "deleted" in status and _rows(memories) == []
+
+
+def test_model_info(app) -> None:  # noqa: ANN001
+    url, *_ = app
+    info = _client(url).predict(api_name="/model_info")
+    assert info["backend"] == "local"
+
+
+def test_two_users_never_see_each_other(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    a, b = _client(url), _client(url)
+    papers_a = _upload(a, root, "2020.acl-main.447.pdf", "s2orc-a.pdf")
+    upload_id = [r[0] for r in papers_a if r[-1] == "you"][0]
+    _, _, _, query_id, _ = a.predict("What is S2ORC?", [], [], False, False, api_name="/chat")
+    assert "added" in a.predict(query_id, api_name="/thought_status")
+    thought_id = _rows(a.predict("", "newest", api_name="/list_thoughts"))[0][0]
+    _, memories = a.predict("I am a librarian in Lyon.", api_name="/add_memory")
+    memory_id = _rows(memories)[0][0]
+
+    # B sees none of it ...
+    assert upload_id not in [r[0] for r in _rows(b.predict(api_name="/list_papers"))]
+    assert _rows(b.predict("", "newest", api_name="/list_thoughts")) == []
+    assert _rows(b.predict(api_name="/list_memories")) == []
+    with pytest.raises(Exception, match="No thought"):
+        b.predict(thought_id, api_name="/thought_detail")
+    with pytest.raises(Exception, match="Unknown paper"):
+        b.predict(upload_id, api_name="/draft_abstract")
+    # ... cannot change it ...
+    with pytest.raises(Exception, match="No paper"):
+        b.predict(upload_id, api_name="/remove_paper")
+    with pytest.raises(Exception, match="No thought"):
+        b.predict(thought_id, "", "newest", api_name="/delete_thought")
+    with pytest.raises(Exception, match="No memory"):
+        b.predict(memory_id, api_name="/delete_memory")
+    with pytest.raises(Exception, match="No answer"):
+        b.predict(query_id, api_name="/feedback_down")
+    # ... and B's answers never draw on A's thoughts or upload.
+    _, _, retrieved, _, _ = b.predict("What is S2ORC?", [], [], False, False, api_name="/chat")
+    kinds_ids = [(r[1], r[2]) for r in _rows(retrieved)]
+    assert ("thought", thought_id) not in kinds_ids
+    assert not any(r[-2] and "S2ORC" in str(r[-2]) and r[1] == "chunk" for r in _rows(retrieved)
+                   if services.copilot.store.db["chunks"].count_where("id = ? AND paper_id = ?", [r[2], upload_id]))
+    # A still has everything.
+    assert upload_id in [r[0] for r in _rows(a.predict(api_name="/list_papers"))]
+    assert thought_id in [r[0] for r in _rows(a.predict("", "newest", api_name="/list_thoughts"))]
+    assert memory_id in [r[0] for r in _rows(a.predict(api_name="/list_memories"))]

@@ -1,0 +1,104 @@
+"""An in-process app for API and isolation tests: the real UI, store, library and embedder, with a scripted
+LLM (tests only) and an arXiv stand-in whose PDFs come from a local HTTP server serving the shared papers."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from copilot.llm.base import GenerationOptions, Message
+from ingest.errors import ArxivUnavailable
+from ingest.models import PaperMetadata
+from tests.conftest import SHARED_DATA
+from tests.scripted_llm import ScriptedLLM
+
+
+class RoutedLLM(ScriptedLLM):
+    """Replies by what is asked, so tests need not know the order of calls.
+
+    Thought calls get a thought built from the question (so different questions never merge) and a high
+    probability of "yes"; every other call gets a short text citing the first two sources.
+    """
+
+    def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        self.calls.append(messages)
+        last = messages[-1]["content"]
+        if options.probe is not None:
+            question = re.search(r"Question: (.*)", last)
+            topic = question.group(1) if question else last[:80]
+            options.probe.probabilities = {"yes": 0.9, "no": 0.1}
+            reply = f"thought: The papers explain in detail that {topic.rstrip('?')} works as described.\n" \
+                    "answered: yes\n"
+        else:
+            # An answer that is about what was asked: the thought's relevance check sees it as one.
+            question = re.search(r"Question: (.*)", last)
+            topic = question.group(1).rstrip("?") if question else "the papers"
+            reply = f"On {topic}: graph-based methods link papers, authors and entities [1], and evaluation " \
+                    "needs careful human judgement [2]."
+        for word in reply.split(" "):
+            yield word + " "
+
+
+def pdf_server(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve ``folder`` over HTTP on a free port: arXiv's PDF host, stood in for."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def metadata(arxiv_id: str, title: str, pdf_url: str, category: str = "cs.CL") -> PaperMetadata:
+    return PaperMetadata(arxiv_id=arxiv_id, version="v1", title=title, authors=["Ada Lovelace", "Alan Turing"],
+                         abstract=f"{title}. A study of scholarly documents and their evaluation.",
+                         categories=[category], primary_category=category, published="2026-11-01T00:00:00Z",
+                         updated="2026-11-01T00:00:00Z", pdf_url=pdf_url)
+
+
+class StubArxiv:
+    """Answers searches with fixed metadata whose PDFs are the shared papers; ``offline`` makes it fail as
+    arXiv does when unreachable."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.offline = False
+        self.papers = [
+            metadata("2301.00001", "Construction of the Literature Graph in Semantic Scholar",
+                     f"{base_url}/N18-3011.pdf"),
+            metadata("2301.00002", "LongEval: Guidelines for Human Evaluation of Faithfulness",
+                     f"{base_url}/2023.eacl-main.121.pdf"),
+        ]
+
+    def _answer(self, n: int) -> list[PaperMetadata]:
+        if self.offline:
+            raise ArxivUnavailable("arXiv could not be reached (network error: ConnectionError; 4 tries). Please "
+                                   "check your connection and try again in a minute; uploading a PDF still works.")
+        return self.papers[:n]
+
+    def search(self, query: str, max_results: int = 10, sort_by: str = "relevance") -> list[PaperMetadata]:
+        return self._answer(max_results)
+
+    def by_author(self, name: str, max_results: int = 10) -> list[PaperMetadata]:
+        return self._answer(max_results)
+
+    def by_category(self, category: str, max_results: int = 10, newest_first: bool = True) -> list[PaperMetadata]:
+        return self._answer(max_results)
+
+    def by_id(self, ref: str) -> PaperMetadata:
+        found = [p for p in self._answer(10) if p.arxiv_id == ref]
+        if not found:
+            raise ArxivUnavailable(f"no stand-in paper {ref}")
+        return found[0]
+
+    def by_ids(self, ids: list[str], *, skip_missing: bool = False) -> list[PaperMetadata]:
+        return [self.by_id(i) for i in ids]
+
+    def wait_turn(self) -> None:
+        """No pacing needed for a local server."""
+
+
+SHARED_PAPERS = SHARED_DATA / "papers"

@@ -162,13 +162,11 @@ def cross_validated_relevance(cosines: np.ndarray, labels: np.ndarray, seed: int
     return out
 
 
-def question_answer_cosines(embedder, pairs: list[Pair], thoughts: list[str]) -> np.ndarray:  # noqa: ANN001
-    """The cosine the product computes for a thought: the smaller of question-answer and question-thought,
-    all embedded as documents (``copilot.thoughts.ThoughtMemory.relevance``)."""
+def question_answer_cosines(embedder, pairs: list[Pair]) -> np.ndarray:  # noqa: ANN001 - an Embedder
+    """The cosine the product computes for a thought (``copilot.thoughts.relevance_cosine``)."""
     from copilot.thoughts import relevance_cosine
 
-    return np.array([relevance_cosine(embedder, p.question, p.answer, t) for p, t in zip(pairs, thoughts,
-                                                                                          strict=True)])
+    return np.array([relevance_cosine(embedder, p.question, p.answer) for p in pairs])
 
 
 def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, threshold: float,
@@ -209,7 +207,7 @@ def main_command():  # noqa: ANN201 - a click command
         apply_offline_defaults(settings)
         pairs = make_pairs(path, n, seed)
         scores, thoughts = score_pairs(get_llm(settings), pairs)
-        cosines = question_answer_cosines(get_embedder(settings), pairs, thoughts)
+        cosines = question_answer_cosines(get_embedder(settings), pairs)
         result = report(pairs, scores, cosines, settings.min_confidence, settings.relevance_weight)
         if out:
             out.write_text(json.dumps({"report": result.as_dict(), "pairs": [

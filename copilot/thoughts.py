@@ -28,7 +28,7 @@ MIN_THOUGHT_WORDS = 6
 THOUGHT_MAX_TOKENS = 120
 FEEDBACK_UP = 0.1
 FEEDBACK_DOWN = 0.25
-# Relevance of an answer (and its thought) to the question: P(the answer belongs to the question | cosine), a
+# Relevance of an answer to its question: P(the answer belongs to the question | their cosine), a
 # logistic curve fitted on ScholarQA-Multi expert answers paired with their own and with other questions
 # (``python -m copilot.calibration`` reproduces both numbers).
 RELEVANCE_SLOPE = 10.4
@@ -128,14 +128,10 @@ def relevance_probability(cosine: float) -> float:
     return float(1.0 / (1.0 + np.exp(-(RELEVANCE_SLOPE * cosine + RELEVANCE_BIAS))))
 
 
-def relevance_cosine(embedder: Embedder, question: str, answer: str, thought: str) -> float:
-    """How well both the answer and its distilled thought stay on the question: the smaller cosine.
-
-    The answer's cosine catches answers to another question; the thought's catches a distillation that lost
-    the subject (a tiny model sometimes writes a sentence about editing text instead of the fact).
-    """
-    q, a, t = embedder.encode_documents([question, answer, thought or " "])
-    return float(min(q @ a, q @ t))
+def relevance_cosine(embedder: Embedder, question: str, answer: str) -> float:
+    """The cosine of question and answer, both embedded as documents: what the relevance curve was fitted on."""
+    q, a = embedder.encode_documents([question, answer])
+    return float(q @ a)
 
 
 def combined_confidence(model: float, relevance: float, relevance_weight: float) -> float:
@@ -179,8 +175,7 @@ class ThoughtMemory:
         model_confidence = distilled.confidence
         relevance = None
         if self.settings.relevance_weight > 0:
-            relevance = relevance_probability(relevance_cosine(self.embedder, question, answer,
-                                                              distilled.thought))
+            relevance = relevance_probability(relevance_cosine(self.embedder, question, answer))
             distilled.confidence = combined_confidence(model_confidence, relevance, self.settings.relevance_weight)
         outcome = self._filter_and_store(user_id, distilled, answer, items, public)
         outcome.model_confidence = round(model_confidence, 3)

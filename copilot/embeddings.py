@@ -83,6 +83,19 @@ class Embedder:
             )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def encode_tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Unit contextual vectors of each text's word pieces (special tokens removed), one matrix per text.
+
+        Token-level matching of two texts (a BERTScore-style semantic F1) needs these, not the pooled vector.
+        Texts longer than the model's window are cut to it.
+        """
+        if not texts:
+            return []
+        with self._lock:
+            outputs = self._model.encode(list(texts), batch_size=self.batch_size, output_value="token_embeddings",
+                                         convert_to_numpy=True, show_progress_bar=False)
+        return [unit_rows(np.asarray(o, dtype=np.float32)[1:-1]) for o in outputs]
+
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for queries: the plain encoder, then the query adapter when one is plugged in."""
         vectors = self.encode_documents(texts)

@@ -40,8 +40,11 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 # Conversational filler (a small model sometimes talks about the exchange instead of the subject).
-_CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|hope (this|that) helps|happy to help|"
-                       r"the answer is:?\s*$|as an ai)", re.IGNORECASE)
+_CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|(i )?hope (this|that|these|it)\b|"
+                       r"happy to help|let me know|feel free|the answer is:?\s*$|as an ai)", re.IGNORECASE)
+# A thought nearly orthogonal to its question is about something else (a tiny model sometimes distils a
+# sentence about editing text instead of the fact); on-topic thoughts measured 0.26-0.69.
+MIN_THOUGHT_QUESTION_COSINE = 0.1
 # What reading a thought returns (everything but its embedding).
 _COLUMNS = "id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at"
 _CITATION = re.compile(r"\[(\d{1,2})\]")
@@ -177,14 +180,14 @@ class ThoughtMemory:
         if self.settings.relevance_weight > 0:
             relevance = relevance_probability(relevance_cosine(self.embedder, question, answer))
             distilled.confidence = combined_confidence(model_confidence, relevance, self.settings.relevance_weight)
-        outcome = self._filter_and_store(user_id, distilled, answer, items, public)
+        outcome = self._filter_and_store(user_id, distilled, answer, items, public, question)
         outcome.model_confidence = round(model_confidence, 3)
         outcome.relevance = None if relevance is None else round(relevance, 3)
         outcome.llm_calls = 1
         return outcome
 
     def _filter_and_store(self, user_id: str, distilled: Distilled, answer: str, items: list[RetrievedItem],
-                          public: bool) -> ThoughtOutcome:
+                          public: bool, question: str = "") -> ThoughtOutcome:
         text, confidence = distilled.thought, distilled.confidence
         base = {"text": text, "confidence": round(confidence, 3)}
         if not distilled.valid:
@@ -195,6 +198,9 @@ class ThoughtMemory:
         if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text):
             return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
         vector = self.embedder.encode_documents([text])[0]
+        if self.settings.relevance_weight > 0 and question and \
+                float(self.embedder.encode_documents([question])[0] @ vector) < MIN_THOUGHT_QUESTION_COSINE:
+            return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base)
         sources = cited_items(answer, items)
         chunk_vectors = self._vectors("chunks", [s.id for s in sources if s.kind == "chunk"])
         if len(chunk_vectors) and float(np.max(chunk_vectors @ vector)) > self.settings.restatement_threshold:

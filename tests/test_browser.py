@@ -50,8 +50,13 @@ def _shot(page, tmp_path: Path, name: str) -> None:  # noqa: ANN001
         shutil.copy(path, ROOT / "docs" / f"{name}.png")
 
 
+TAB_IDS = {"Library": "library", "Chat": "chat", "Write": "write", "Trends & ideas": "ideas", "Profile": "profile",
+           "Dashboard": "dashboard"}
+
+
 def _tab(page, name: str) -> None:  # noqa: ANN001
-    page.get_by_role("tab", name=name).click()
+    """Gradio also renders hidden copies of tab buttons (for its overflow menu): click the visible one."""
+    page.locator(f'button[role="tab"][data-tab-id="{TAB_IDS[name]}"]:visible').first.click()
 
 
 def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) -> str:  # noqa: ANN001

@@ -250,3 +250,20 @@ def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_que
                           items=items)
     assert off_topic.outcome == "dropped" and off_topic.reason.startswith("low_confidence"), off_topic
     assert off_topic.model_confidence == pytest.approx(0.9) and off_topic.relevance < 0.2
+
+
+def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Embedder) -> None:
+    """Two distillations the embedded model really produced: a pleasantry, and a sentence about editing."""
+    items = chunk_items(store)
+    llm = ScriptedLLM(thoughts=[
+        (reply("I hope these additional points help you with the literature graph."), 0.9),
+        (reply("The original text was edited to remove this part and make it more concise."), 0.9),
+    ])
+    mem = ThoughtMemory(store, embedder, llm, Settings(min_confidence=0.3, relevance_weight=0.5))
+    polite = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
+                       answer="The literature graph links papers, authors and entities [1].", items=items)
+    assert polite.outcome == "dropped" and polite.reason.startswith("too_short_or_empty"), polite.reason
+    edited = mem.write(user_id="ada", question="What does LongEval recommend for human evaluation of faithfulness?",
+                       answer="LongEval recommends fine-grained annotation [3].", items=items)
+    assert edited.outcome == "dropped" and edited.reason.startswith("off_topic"), edited.reason
+    assert store.db["thoughts"].count == 0

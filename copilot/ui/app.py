@@ -83,6 +83,10 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             demo.load(fn, inputs, outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
 
+        # Endpoints without a button are registered outside the tabs: inside, Gradio draws a phantom tab.
+        for fn, name in library["apis"] + profile["apis"]:
+            gr.api(fn, api_name=name)
+
         def model_info() -> dict:
             """Which LLM backend and model answer, and where this instance keeps its data."""
             return describe_model(settings)

@@ -204,6 +204,6 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
     remove_evt = remove_btn.click(remove_paper, [remove_id], [notice, papers], api_name="remove_paper")
     follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
     refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
-    gr.api(list_papers, api_name="list_papers")
-    return {"papers": papers, "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
+    return {"apis": [(list_papers, "list_papers")], "papers": papers,
+            "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
             "changed": [add_evt, upload_evt, remove_evt, refresh_evt], "search": search_evt}

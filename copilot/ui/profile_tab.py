@@ -123,5 +123,4 @@ def build(ctx: AppContext) -> dict[str, Any]:
     save_btn.click(save, [persona], [profile_status], api_name="save_profile")
     add_btn.click(add_memory, [new_memory], [new_memory, memories], api_name="add_memory")
     delete_btn.click(delete_memory, [memory_id], [profile_status, memories], api_name="delete_memory")
-    gr.api(list_memories, api_name="list_memories")
-    return {"load": [(load_profile, [], [who, persona, memories])]}
+    return {"apis": [(list_memories, "list_memories")], "load": [(load_profile, [], [who, persona, memories])]}

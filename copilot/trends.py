@@ -246,6 +246,7 @@ def _paper_entry(n: int, paper: dict[str, Any]) -> dict[str, Any]:
 
 # ----- ideas -------------------------------------------------------------------------------------------
 
+_INLINE_NUMBER = re.compile(r"\s+\(?\d{1,2}[.)]$")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):]|idea\s*\d*\s*[:.)-])\s*", re.IGNORECASE)
 
 
@@ -282,6 +283,8 @@ def parse_ideas(reply: str, paper_ids: list[str], titles: list[str] | None = Non
     lines = [line for line in lines if line and not line.rstrip().endswith(":")]
     if len(lines) < 3:
         lines = [s.strip() for line in lines for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", line) if s.strip()]
+    # A paragraph numbered inline ("... Google) 2. The next idea") leaves the next number on each sentence.
+    lines = [_INLINE_NUMBER.sub("", line).strip() for line in lines]
     ideas: list[Idea] = []
     seen: set[str] = set()
     for line in lines:

@@ -166,7 +166,7 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     _tab(page, "Trends & ideas")
     page.locator("#ideas-run").click()
     ideas = _wait_text(page, "#ideas-output", r"Trending keywords[\s\S]*Ideas[\s\S]*Papers")
-    assert re.search(r"1\. .*\[\d\]", ideas), ideas
+    assert re.search(r"Ideas\s*\n\S[\s\S]*\[\d\][\s\S]*Papers", ideas), ideas
     _shot(page, tmp_path, "ideas")
 
     # Profile: a persona from pasted text, saved and editable; memories listed.

@@ -162,3 +162,15 @@ def test_real_model_ideas(real_library: tuple[Path, dict[str, str]]) -> None:
         assert set(idea["paper_ids"]) <= set(ids.values())
     print(f"\nreal ideas: {len(record['ideas'])} ideas, {sum(i['cited'] for i in record['ideas'])} citing by number "
           f"or name, keywords {record['keywords']}, {record['timings']['total_ms'] / 1000:.1f} s")
+
+
+def test_ideas_numbered_inline_lose_the_next_number_and_repeat_once() -> None:
+    from copilot.trends import parse_ideas
+
+    reply = ("A scalable system for organizing scientific documents into a graph for search (e.g., Google) 2. "
+             "A tool to help users find papers, authors and entities related to them 3. "
+             "A scalable system for organizing scientific documents into a graph for search (e.g., Google)")
+    ideas = parse_ideas(reply, ["p1", "p2"])
+    assert [i.text for i in ideas] == [
+        "A scalable system for organizing scientific documents into a graph for search (e.g., Google)",
+        "A tool to help users find papers, authors and entities related to them"]

@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -34,6 +34,15 @@ bench-ingest: $(VENV)/.runtime-installed
 
 bench-thoughts: $(VENV)/.runtime-installed
 	$(PY) -m copilot.session_bench
+
+# The full evaluation (README, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
+# the embedded model. Writes report.md, report.json and plots to EVAL_OUT and records the run for the dashboard.
+EVAL_OUT ?= data/eval/full
+EVAL_ARGS ?= --task all --methods all --limit synthesis=6,claims=24 \
+	--budget abstract-single=1000,synthesis=1000,claims=500 --answer-tokens 150 \
+	--warmup abstract-single=3,synthesis=8,claims=8 --evolution 0,25,50,100 --seed 0
+bench-eval: $(VENV)/.runtime-installed
+	$(PY) -m copilot.eval $(EVAL_ARGS) --out $(EVAL_OUT)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

@@ -77,15 +77,15 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             choices = library_tab.paper_choices(services.papers(ctx.user(request, profile)))
             return tuple(gr.update(choices=choices) for _ in pickers)
 
+        # Endpoints without a button are registered outside the tabs (inside, Gradio draws a phantom tab) and
+        # before the page-load events that reuse their functions (those would take the names first).
+        for fn, name in library["apis"] + profile["apis"]:
+            gr.api(fn, api_name=name)
         for event in library["changed"]:
             event.then(paper_pickers, None, pickers, api_visibility="private")
         for fn, inputs, outputs in library["load"] + profile["load"] + dashboard["load"]:
             demo.load(fn, inputs, outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
-
-        # Endpoints without a button are registered outside the tabs: inside, Gradio draws a phantom tab.
-        for fn, name in library["apis"] + profile["apis"]:
-            gr.api(fn, api_name=name)
 
         def model_info() -> dict:
             """Which LLM backend and model answer, and where this instance keeps its data."""

@@ -17,6 +17,10 @@ def metric_names(task: dict[str, Any]) -> tuple[str, ...]:
     return CLAIM_METRICS if task["kind"] == "claims" else GENERATE_METRICS
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def cell(summary: dict[str, Any] | None) -> str:
     """``mean [low, high]`` with three decimals, or a dash when the metric does not apply."""
     if not summary or summary.get("mean") is None:
@@ -65,7 +69,7 @@ def heldout_table(task: dict[str, Any]) -> list[str]:
     names = metric_names(task)
     lines = ["| memory | " + " | ".join(METRIC_LABELS[n] for n in names) + " |", "|" + "---|" * (len(names) + 1)]
     lines.append("| cold start (no thoughts) | " + " | ".join(cell(h["cold"].get(n)) for n in names) + " |")
-    lines.append(f"| warmed on the other half ({h['n_thoughts']} thoughts) | "
+    lines.append(f"| warmed on the other half ({plural(h['n_thoughts'], 'thought')}) | "
                  + " | ".join(cell(h["warm"].get(n)) for n in names) + " |")
     return lines
 
@@ -86,10 +90,11 @@ def markdown(report: dict[str, Any]) -> str:
     for name, task in report["tasks"].items():
         sel = task["selection"]
         out += ["", f"## {name}", "",
-                f"{task['n_items']} items (of {sel.get('of')}, seed {sel.get('seed')}), {task['n_passages']} passages "
-                f"in {task['n_documents']} documents; source `{task['source']}`; context budget "
-                f"{c['budget_tokens'][name]} tokens; warm-up {c['warmup_per_scope'][name]} simulated questions per "
-                f"{'paper' if name == 'abstract-single' else 'corpus'}; task wall time {task['wall_s'] / 60:.1f} min.",
+                f"{plural(task['n_items'], 'item')} (of {sel.get('of')}, seed {sel.get('seed')}), "
+                f"{task['n_passages']} passages in {task['n_documents']} documents; source `{task['source']}`; "
+                f"context budget {c['budget_tokens'][name]} tokens; warm-up {c['warmup_per_scope'][name]} simulated "
+                f"questions per {'paper' if name == 'abstract-single' else 'corpus'}; task wall time "
+                f"{task['wall_s'] / 60:.1f} min.",
                 ""]
         if task["kind"] == "claims":
             out += [f"Labels {sel.get('labels')}; always answering the majority label scores "
@@ -101,8 +106,8 @@ def markdown(report: dict[str, Any]) -> str:
         if task.get("heldout"):
             h = task["heldout"]
             out += ["", "### Held-out transfer", "",
-                    f"A separate memory grown through the questions of {len(h['warm_items'])} items, scored on the "
-                    f"other {len(h['test_items'])}:", ""] + heldout_table(task)
+                    f"A separate memory grown through the questions of {plural(len(h['warm_items']), 'item')}, scored "
+                    f"on the other {len(h['test_items'])}:", ""] + heldout_table(task)
     return "\n".join(out) + "\n"
 
 

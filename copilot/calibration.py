@@ -85,13 +85,12 @@ def make_pairs(path: Path = DEFAULT_DATA, n: int = 40, seed: int = 0) -> list[Pa
 
 
 def roc_auc(labels: list[int], scores: list[float]) -> float:
-    """Probability that a random positive scores above a random negative (ties count half)."""
-    pos = np.array([s for s, y in zip(scores, labels, strict=True) if y == 1])
-    neg = np.array([s for s, y in zip(scores, labels, strict=True) if y == 0])
-    if not len(pos) or not len(neg):
+    """Probability that a random positive scores above a random negative (ties count half); NaN for one class."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(set(labels)) < 2:
         return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (len(pos) * len(neg)))
+    return float(roc_auc_score(labels, scores))
 
 
 def rates(labels: list[int], scores: list[float], threshold: float) -> tuple[float, float]:
@@ -163,10 +162,10 @@ def cross_validated_relevance(cosines: np.ndarray, labels: np.ndarray, seed: int
 
 
 def question_answer_cosines(embedder, pairs: list[Pair]) -> np.ndarray:  # noqa: ANN001 - an Embedder
-    """The cosine the product computes for a thought (``copilot.thoughts.relevance_cosine``)."""
-    from copilot.thoughts import relevance_cosine
-
-    return np.array([relevance_cosine(embedder, p.question, p.answer) for p in pairs])
+    """The cosine ``ThoughtMemory.write`` computes: question and answer, both embedded as documents."""
+    q = embedder.encode_documents([p.question for p in pairs])
+    a = embedder.encode_documents([p.answer for p in pairs])
+    return np.sum(q * a, axis=1)
 
 
 def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, threshold: float,

@@ -146,7 +146,8 @@ class Copilot:
         vector = self.embedder.encode_query(question)
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
-                                      paper_ids=paper_ids, thought_query_vector=self._associative(vector, question))
+                                      paper_ids=paper_ids,
+                                      thought_query_vector=self.associative_vector(vector, question))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
 
@@ -167,7 +168,8 @@ class Copilot:
                               paper_ids=paper_ids)
         t1 = time.perf_counter()
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
-                    {"role": "user", "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
+                    {"role": "user",
+                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
         answer = ""
         stream = self.llm.stream(messages, max_tokens=self.settings.max_answer_tokens,
                                  temperature=self.settings.temperature)
@@ -229,7 +231,7 @@ class Copilot:
                          [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(result.timings),
                           result.as_dict()["llm_calls"], result.query_id])
 
-    def _associative(self, plain: np.ndarray, text: str) -> np.ndarray | None:
+    def associative_vector(self, plain: np.ndarray, text: str) -> np.ndarray | None:
         """The combined (plain + learned association) query vector, or None when association is off."""
         if self.association is None:
             return None
@@ -253,7 +255,7 @@ class Copilot:
         if not own:
             return []
         plain = self.embedder.encode_query(message)
-        combined = self._associative(plain, message)
+        combined = self.associative_vector(plain, message)
         hits = self.store.search("memories", combined if combined is not None else plain, k, own)
         if not hits:
             return []

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from copilot.store import Store, utc_now
+from ingest.models import Progress, no_progress
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[float, str], None]
 MAX_FOLLOWED = 20
 MAX_PER_CATEGORY = 50
 
@@ -118,10 +118,6 @@ class RefreshResult:
         return asdict(self)
 
 
-def _no_progress(fraction: float, message: str) -> None:
-    pass
-
-
 def _known(store: Store, arxiv_id: str) -> bool:
     return store.conn.execute("SELECT 1 FROM papers WHERE id = ? OR arxiv_id = ?", [arxiv_id, arxiv_id]).fetchone() \
         is not None
@@ -141,7 +137,7 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
         raise ValueError(f"max_per_category must be between 1 and {MAX_PER_CATEGORY}.")
     from ingest.errors import IngestError
 
-    report = progress or _no_progress
+    report = progress or no_progress
     result = RefreshResult(added=[], skipped=0, errors=[], started_at=utc_now(), finished_at="", categories=wanted,
                            user_id=user_id)
     seen: set[str] = set()
@@ -152,23 +148,23 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
         except (IngestError, OSError) as exc:
             result.errors.append(f"{category}: {exc}")
             continue
-        for j, metadata in enumerate(papers):
+        fresh = []
+        for metadata in papers:
             if metadata.arxiv_id in seen:
                 continue  # cross-listed in two followed categories
             seen.add(metadata.arxiv_id)
             if _known(library.store, metadata.arxiv_id):
                 result.skipped += 1
-                continue
-            report((i + (j + 1) / (len(papers) + 1)) / len(wanted), f"{category}: adding {metadata.title[:60]}")
-            try:
-                added = library.add_metadata(metadata)
-            except (IngestError, OSError) as exc:
-                result.errors.append(f"{metadata.arxiv_id}: {exc}")
-                continue
-            if added.added:
-                result.added.append(added.paper_id)
             else:
-                result.skipped += 1
+                fresh.append(metadata)
+
+        def step(fraction: float, message: str, i: int = i, category: str = category) -> None:
+            report((i + fraction) / len(wanted), f"{category}: {message}")
+
+        added, failures = library.add_many(fresh, progress=step)
+        result.added += [a.paper_id for a in added if a.added]
+        result.skipped += sum(not a.added for a in added)
+        result.errors += [f"{arxiv_id}: {why}" for arxiv_id, why in failures]
     result.finished_at = utc_now()
     result.id = _record(library.store, result)
     report(1.0, f"Added {len(result.added)} paper(s)")

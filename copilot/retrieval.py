@@ -33,7 +33,8 @@ def allowed_chunk_ids(store: Store, paper_ids: Sequence[str]) -> list[int]:
     return [r[0] for r in store.conn.execute(f"SELECT id FROM chunks WHERE paper_id IN ({marks})", list(paper_ids))]
 
 
-def _chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
+def chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
+    """Search hits (chunk id, score) as retrieved items with their paper's title, and their vectors."""
     if not hits:
         return []
     scores = dict(hits)
@@ -81,7 +82,7 @@ def retrieve_mixture(
     """
     n = CANDIDATE_FACTOR * k
     chunk_scope = allowed_chunk_ids(store, paper_ids) if paper_ids is not None else None
-    candidates = _chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
+    candidates = chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
     if include_thoughts:
         scope = allowed_thought_ids(store, user_id, include_public=include_public, min_confidence=min_confidence)
         if scope:

@@ -131,12 +131,6 @@ def relevance_probability(cosine: float) -> float:
     return float(1.0 / (1.0 + np.exp(-(RELEVANCE_SLOPE * cosine + RELEVANCE_BIAS))))
 
 
-def relevance_cosine(embedder: Embedder, question: str, answer: str) -> float:
-    """The cosine of question and answer, both embedded as documents: what the relevance curve was fitted on."""
-    q, a = embedder.encode_documents([question, answer])
-    return float(q @ a)
-
-
 def combined_confidence(model: float, relevance: float, relevance_weight: float) -> float:
     """The thought's confidence: the model's verdict probability, blended with the answer's relevance.
 
@@ -176,18 +170,20 @@ class ThoughtMemory:
         if distilled is None:
             return ThoughtOutcome("dropped", "unusable_reply: no thought could be read from the reply", llm_calls=1)
         model_confidence = distilled.confidence
-        relevance = None
+        relevance = question_vector = None
         if self.settings.relevance_weight > 0:
-            relevance = relevance_probability(relevance_cosine(self.embedder, question, answer))
+            # The question's vector serves twice: relevance of the answer, then topicality of the thought.
+            question_vector, answer_vector = self.embedder.encode_documents([question, answer])
+            relevance = relevance_probability(float(question_vector @ answer_vector))
             distilled.confidence = combined_confidence(model_confidence, relevance, self.settings.relevance_weight)
-        outcome = self._filter_and_store(user_id, distilled, answer, items, public, question)
+        outcome = self._filter_and_store(user_id, distilled, answer, items, public, question_vector)
         outcome.model_confidence = round(model_confidence, 3)
         outcome.relevance = None if relevance is None else round(relevance, 3)
         outcome.llm_calls = 1
         return outcome
 
     def _filter_and_store(self, user_id: str, distilled: Distilled, answer: str, items: list[RetrievedItem],
-                          public: bool, question: str = "") -> ThoughtOutcome:
+                          public: bool, question_vector: np.ndarray | None = None) -> ThoughtOutcome:
         text, confidence = distilled.thought, distilled.confidence
         base = {"text": text, "confidence": round(confidence, 3)}
         if not distilled.valid:
@@ -198,8 +194,7 @@ class ThoughtMemory:
         if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text):
             return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
         vector = self.embedder.encode_documents([text])[0]
-        if self.settings.relevance_weight > 0 and question and \
-                float(self.embedder.encode_documents([question])[0] @ vector) < MIN_THOUGHT_QUESTION_COSINE:
+        if question_vector is not None and float(question_vector @ vector) < MIN_THOUGHT_QUESTION_COSINE:
             return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base)
         sources = cited_items(answer, items)
         chunk_vectors = self._vectors("chunks", [s.id for s in sources if s.kind == "chunk"])

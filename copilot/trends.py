@@ -20,6 +20,7 @@ import numpy as np
 
 from copilot import writing_prompts as wp
 from copilot.store import from_blob
+from ingest.models import abs_url
 from copilot.writing import (
     CITATION_MARKER,
     Citation,
@@ -241,7 +242,7 @@ def _paper_entry(n: int, paper: dict[str, Any]) -> dict[str, Any]:
     return {"n": n, "paper_id": paper["id"], "title": paper.get("title") or paper["id"],
             "authors": author_line(paper.get("authors") or []), "year": year_of(paper.get("published")),
             "published": paper.get("published"), "added_at": paper.get("added_at"),
-            "url": f"https://arxiv.org/abs/{arxiv_id}" if arxiv_id else None}
+            "url": abs_url(arxiv_id)}
 
 
 # ----- ideas -------------------------------------------------------------------------------------------

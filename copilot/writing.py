@@ -23,7 +23,9 @@ import numpy as np
 from copilot import writing_prompts as wp
 from copilot.engine import trim_repetition
 from copilot.store import Store, from_blob
+from copilot.retrieval import chunk_items
 from copilot.types import RetrievedItem
+from ingest.models import abs_url
 
 DRAFT_MAX_TOKENS = 300
 MAX_RELATED_PAPERS = 6
@@ -171,7 +173,7 @@ def citation_from_row(n: int, row: dict[str, Any], *, origin: str = "library") -
     authors = _authors(row.get("authors"))
     arxiv_id = row.get("arxiv_id") or None
     doi = row.get("doi") or None
-    url = f"https://arxiv.org/abs/{arxiv_id}" if arxiv_id else (f"https://doi.org/{doi}" if doi else None)
+    url = abs_url(arxiv_id) or (f"https://doi.org/{doi}" if doi else None)
     meta = row.get("meta")
     if isinstance(meta, str) and meta:
         try:
@@ -577,15 +579,7 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     if not allowed:
         return {}
     hits = copilot.store.search("chunks", copilot.embedder.encode_query(query), min(len(allowed), 5000), allowed)
-    scores = dict(hits)
-    found = {}
-    for r in copilot.store.db.query(
-            f"SELECT c.id, c.text, c.paper_id, c.section, c.page_start, c.page_end, c.n_tokens, p.title "
-            f"FROM chunks c JOIN papers p ON p.id = c.paper_id WHERE c.id IN ({', '.join('?' * len(hits))})",
-            list(scores)):
-        found[r["id"]] = RetrievedItem("chunk", r["id"], r["text"], scores[r["id"]], paper_id=r["paper_id"],
-                                       section=r["section"], page_start=r["page_start"], page_end=r["page_end"],
-                                       n_tokens=r["n_tokens"] or 0, paper_title=r["title"])
+    found = {item.id: item for item, _ in chunk_items(copilot.store, hits)}
     by_paper: dict[str, list[RetrievedItem]] = {}
     for chunk_id, _ in hits:  # best first
         item = found[chunk_id]

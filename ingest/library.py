@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,9 @@ from copilot.store import Store, utc_now
 from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import download_pdf, store_upload
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
-from ingest.models import PaperMetadata, ParsedPaper
+from ingest.models import PaperMetadata, ParsedPaper, Progress, no_progress
 
-Progress = Callable[[float, str], None]
 LOCAL_USER = "local"
-
-
-def _no_progress(fraction: float, message: str) -> None:
-    pass
 
 
 @dataclass
@@ -161,7 +155,7 @@ class Library:
     # ----- adding ------------------------------------------------------------------------------------
 
     def add_pdf(self, path: Path, *, user_id: str = LOCAL_USER, metadata: PaperMetadata | None = None,
-                progress: Progress = _no_progress) -> AddResult:
+                progress: Progress = no_progress) -> AddResult:
         """Add a local PDF (an upload, or a downloaded arXiv PDF when ``metadata`` is given)."""
         progress(0.0, f"Reading {Path(path).name}")
         stored, sha = store_upload(Path(path), self.pdf_dir)
@@ -251,7 +245,7 @@ class Library:
                                            "primary_category": metadata.primary_category})}
         return record
 
-    def add_arxiv(self, ref: str, *, user_id: str = LOCAL_USER, progress: Progress = _no_progress) -> AddResult:
+    def add_arxiv(self, ref: str, *, user_id: str = LOCAL_USER, progress: Progress = no_progress) -> AddResult:
         """Add an arXiv paper by id or URL: metadata, PDF download, parse, chunks, vectors."""
         from ingest.arxiv_client import parse_arxiv_id
 
@@ -264,7 +258,7 @@ class Library:
         return self.add_metadata(metadata, user_id=user_id, progress=progress)
 
     def add_metadata(self, metadata: PaperMetadata, *, user_id: str = LOCAL_USER,
-                     progress: Progress = _no_progress) -> AddResult:
+                     progress: Progress = no_progress) -> AddResult:
         """Add a paper whose arXiv metadata is known (from a search): download its PDF, then add it."""
         found = self._existing(metadata.arxiv_id)
         if found:
@@ -282,7 +276,7 @@ class Library:
             raise
 
     def add_many(self, papers: list[PaperMetadata], *, user_id: str = LOCAL_USER,
-                 progress: Progress = _no_progress) -> tuple[list[AddResult], list[tuple[str, str]]]:
+                 progress: Progress = no_progress) -> tuple[list[AddResult], list[tuple[str, str]]]:
         """Add search results one by one; a failing paper is reported and the others still go in."""
         results, failures = [], []
         for i, metadata in enumerate(papers):

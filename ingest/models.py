@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+Progress = Callable[[float, str], None]  # (fraction done in [0, 1], what is happening)
+
+
+def no_progress(fraction: float, message: str) -> None:
+    """Progress goes nowhere when the caller does not show it."""
+
+
+def abs_url(arxiv_id: str | None) -> str | None:
+    """The arXiv abstract page of a paper, or None for a paper not on arXiv."""
+    return f"https://arxiv.org/abs/{arxiv_id}" if arxiv_id else None
 
 
 @dataclass

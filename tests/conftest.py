@@ -79,3 +79,19 @@ def app_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields 
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def llm():  # noqa: ANN201 - a tests.scripted_llm.ScriptedLLM
+    """A scripted LLM with no replies yet; a test sets ``answers`` and ``thoughts`` as it needs."""
+    from tests.scripted_llm import ScriptedLLM
+
+    return ScriptedLLM()
+
+
+@pytest.fixture(scope="session")
+def real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """Two real shared papers in a data directory, embedded once per session (end-to-end tests only read it)."""
+    from tests.library_support import build_real_library
+
+    return build_real_library(tmp_path_factory)

@@ -29,11 +29,6 @@ LONG_BIO = ("Jane Doe is an associate professor of computer science. " * 3 + "He
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM()
-
-
-@pytest.fixture
 def copilot(tmp_path: Path, llm: ScriptedLLM) -> Copilot:
     c = make_copilot(tmp_path, llm)
     yield c

@@ -39,7 +39,8 @@ def store(tmp_path: Path, embedder: Embedder) -> Store:
 
 
 def settings(**kw) -> Settings:  # noqa: ANN003
-    return Settings(min_confidence=0.3, relevance_weight=0.0, **kw)
+    """The scripted model's probability alone (relevance off) unless a test turns the blend on."""
+    return Settings(**({"min_confidence": 0.3, "relevance_weight": 0.0} | kw))
 
 
 def chunk_items(store: Store) -> list[RetrievedItem]:
@@ -51,9 +52,9 @@ def reply(thought: str, answered: str = "yes") -> str:
     return f"thought: {thought}\nanswered: {answered}\n"
 
 
-def memory(store: Store, embedder: Embedder, thoughts: list) -> tuple[ThoughtMemory, ScriptedLLM]:  # noqa: ANN001
+def memory(store: Store, embedder: Embedder, thoughts: list, **kw) -> tuple[ThoughtMemory, ScriptedLLM]:  # noqa: ANN001, ANN003
     llm = ScriptedLLM(thoughts=thoughts)
-    return ThoughtMemory(store, embedder, llm, settings()), llm
+    return ThoughtMemory(store, embedder, llm, settings(**kw)), llm
 
 
 def test_parse_reply_forms() -> None:
@@ -163,7 +164,8 @@ def test_engine_feedback_and_background_writing(store: Store, embedder: Embedder
     with pytest.raises(ValueError):
         copilot.feedback(result.query_id, -1, user_id="bob")
     # The thought is retrieved for a related question...
-    assert any(i.kind == "thought" and i.id == thought_id for i in copilot.retrieve("Does SPECTER need labelled data?", user_id="ada"))
+    related = copilot.retrieve("Does SPECTER need labelled data?", user_id="ada")
+    assert any(i.kind == "thought" and i.id == thought_id for i in related)
     # ...until enough thumbs down push it under the threshold.
     copilot.feedback(result.query_id, -1, user_id="ada")
     assert store.db["thoughts"].get(thought_id)["confidence"] < 0.3
@@ -234,11 +236,10 @@ def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_que
     """With the blend, a low model probability no longer sinks a relevant answer, and a high one no longer
     saves an answer that belongs to another question."""
     items = chunk_items(store)
-    llm = ScriptedLLM(thoughts=[
+    mem, _ = memory(store, embedder, [
         (reply("SPECTER trains a transformer on citation triplets to embed scientific papers."), 0.3),
         (reply("LongEval recommends partial annotation for judging faithfulness of long summaries."), 0.9),
-    ])
-    mem = ThoughtMemory(store, embedder, llm, Settings(min_confidence=0.5, relevance_weight=0.5))
+    ], min_confidence=0.5, relevance_weight=0.5)
     on_topic = mem.write(user_id="ada", question="How is SPECTER trained?",
                          answer="SPECTER is trained with a triplet loss over the citation graph of papers [2].",
                          items=items)
@@ -255,11 +256,10 @@ def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_que
 def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Embedder) -> None:
     """Two distillations the embedded model really produced: a pleasantry, and a sentence about editing."""
     items = chunk_items(store)
-    llm = ScriptedLLM(thoughts=[
+    mem, _ = memory(store, embedder, [
         (reply("I hope these additional points help you with the literature graph."), 0.9),
         (reply("The original text was edited to remove this part and make it more concise."), 0.9),
-    ])
-    mem = ThoughtMemory(store, embedder, llm, Settings(min_confidence=0.3, relevance_weight=0.5))
+    ], relevance_weight=0.5)
     polite = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
                        answer="The literature graph links papers, authors and entities [1].", items=items)
     assert polite.outcome == "dropped" and polite.reason.startswith("too_short_or_empty"), polite.reason

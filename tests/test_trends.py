@@ -33,11 +33,6 @@ PAPERS = {
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM()
-
-
-@pytest.fixture
 def copilot(tmp_path: Path, llm: ScriptedLLM) -> Copilot:
     c = make_copilot(tmp_path, llm)
     for paper_id, (title, published, abstract) in PAPERS.items():
@@ -136,13 +131,6 @@ def test_stored_persona_scope_and_errors(copilot: Copilot, llm: ScriptedLLM, tmp
     with pytest.raises(DraftError, match="library is empty"):
         trends_and_ideas(empty, user_id="bob", persona=None)
     empty.store.close()
-
-
-@pytest.fixture(scope="module")
-def real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    from tests.library_support import build_real_library
-
-    return build_real_library(tmp_path_factory)
 
 
 @pytest.mark.slow

@@ -49,11 +49,6 @@ SPECTER_BODY = [
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM()
-
-
-@pytest.fixture
 def copilot(tmp_path: Path, llm: ScriptedLLM) -> Copilot:
     c = make_copilot(tmp_path, llm)
     add_paper(c, "2004.07180", "SPECTER: Document-level Representation Learning using Citation-informed Transformers",
@@ -345,13 +340,6 @@ def test_cli_errors_and_export(copilot: Copilot, llm: ScriptedLLM, monkeypatch: 
 def run_cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "copilot", *args, "--data-dir", str(data_dir)], cwd=ROOT,
                           env=clean_env(), capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    from tests.library_support import build_real_library
-
-    return build_real_library(tmp_path_factory)
 
 
 @pytest.mark.slow

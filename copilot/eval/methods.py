@@ -358,16 +358,11 @@ class ThoughtRetriever(Method):
         vector = c.embedder.encode_query(item.query)
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),
                                       min_confidence=c.settings.min_confidence, paper_ids=item.scope,
-                                      thought_query_vector=self._associative(vector, item.query))
+                                      thought_query_vector=c.associative_vector(vector, item.query))
         ranking: list[str] = []
         for entry, _ in candidates:
             ranking += [entry.paper_id or ""] if entry.kind == "chunk" else self.thought_groups(entry.id)
         return Retrieval(context, ranking)
-
-    def _associative(self, vector: np.ndarray, text: str) -> np.ndarray | None:
-        """The query vector the engine searches thoughts with (plain + association, when that is on)."""
-        scorer = self.copilot.association
-        return None if scorer is None else scorer(vector[None, :], [text])[0]
 
     def thought_groups(self, thought_id: int) -> list[str]:
         """The documents a thought was built from, through its provenance (thoughts of thoughts included)."""

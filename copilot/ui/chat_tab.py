@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,12 +19,12 @@ THOUGHT_WAIT_S = 90.0
 
 def _about_user(ctx: AppContext, user: str, message: str) -> tuple[str | None, list[dict[str, Any]]]:
     """The persona plus the user's memories this message calls for (the association score finds them)."""
-    from copilot.profile import get_profile
+    from copilot.profile import persona_for_prompt
 
     copilot = ctx.services.copilot
     memories = [m for m in copilot.recall(message, user_id=user, k=3) if m["score"] >= MEMORY_MIN_SCORE][:2]
-    profile = get_profile(copilot.store, user)
-    parts = [profile["persona"][:300]] if profile and profile.get("persona") else []
+    persona = persona_for_prompt(copilot.store, user)
+    parts = [persona[:300]] if persona else []
     parts += [m["text"] for m in memories]
     return (" ".join(parts) or None), memories
 
@@ -122,26 +121,19 @@ def build(ctx: AppContext) -> dict[str, Any]:
         """What became of the thought of answer ``query_id`` (waits briefly while it is being written)."""
         if query_id is None:
             return ""
-        user = ctx.user(request, profile)
-        deadline = time.monotonic() + THOUGHT_WAIT_S
-        while True:
-            rows = [r for r in services.query_history(user) if r["id"] == int(query_id)]
-            if not rows:
-                raise gr.Error(f"No answer #{int(query_id)} for this user.")
-            if rows[0]["thought_outcome"] != "pending" or time.monotonic() > deadline:
-                return thought_text(rows[0])
-            time.sleep(0.5)
+        try:
+            return thought_text(services.wait_for_thought(int(query_id), ctx.user(request, profile), THOUGHT_WAIT_S))
+        except ValueError as exc:
+            raise fail(exc) from exc
 
     def feedback(query_id: float | None, value: int, user: str) -> str:
         if query_id is None:
             raise gr.Error("Ask a question first: feedback applies to the last answer.")
-        services.copilot.flush(timeout=THOUGHT_WAIT_S)
-        before = None
-        row = [r for r in services.query_history(user) if r["id"] == int(query_id)]
-        if row and row[0]["thought_id"] is not None:
-            found = services.copilot.memory.get(int(row[0]["thought_id"]), user)
-            before = found["confidence"] if found else None
         try:
+            # The answer's own thought must be written first, or the feedback could not move its confidence.
+            row = services.wait_for_thought(int(query_id), user, THOUGHT_WAIT_S)
+            found = services.copilot.memory.get(int(row["thought_id"]), user) if row["thought_id"] else None
+            before = found["confidence"] if found else None
             result = services.copilot.feedback(int(query_id), value, user_id=user)
         except ValueError as exc:
             raise fail(exc) from exc

@@ -3,6 +3,7 @@ thought with its provenance."""
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import gradio as gr
@@ -49,16 +50,12 @@ def evolution_frame(services: Services, user: str, thoughts: list[dict[str, Any]
     rows, ups = [], 0
     for i, f in enumerate(services.feedback_history(user), start=1):
         ups += f["value"] > 0
-        n_thoughts = sum(c <= f["created_at"] for c in created)
+        n_thoughts = bisect.bisect_right(created, f["created_at"])
         rows.append({"thoughts": n_thoughts, "quality": round(ups / i, 3), "signal": "feedback: share helpful"})
-    try:
-        from copilot.eval import self_evolution_points
-    except ImportError:
-        self_evolution_points = None
-    if self_evolution_points is not None:
-        for p in self_evolution_points(services.copilot.store):
-            rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]),
-                         "signal": f"eval: {p['metric']}"})
+    from copilot.eval import self_evolution_points
+
+    for p in self_evolution_points(services.copilot.store):
+        rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]), "signal": f"eval: {p['metric']}"})
     return pd.DataFrame(rows, columns=["thoughts", "quality", "signal"])
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from copilot.ui.context import AppContext, fail
+from copilot.ui.services import add_message
 
 PAPER_HEADERS = ["id", "title", "authors", "year", "source", "pages", "chunks", "owner"]
 SEARCH_HEADERS = ["arxiv id", "title", "authors", "published", "category"]
@@ -100,7 +101,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
                   profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
                   ) -> tuple[str, list[list[Any]]]:
         """Download, parse and index the chosen arXiv papers (ids or URLs; search results are reused)."""
-        from ingest.errors import ArxivUnavailable, IngestError
+        from ingest.errors import ArxivError, ArxivUnavailable
         from ingest.models import PaperMetadata
 
         user = ctx.user(request, profile)
@@ -108,22 +109,18 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         if not ids:
             raise gr.Error("Choose papers from the search results first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
-        lines = []
-        for i, ref in enumerate(ids):
-            def step(fraction: float, message: str, i: int = i) -> None:
-                progress((i + fraction) / len(ids), desc=message)
-
+        wanted, lines = [], []
+        for ref in ids:  # ids typed through the API have no search result: look them up
             try:
-                if ref in known:
-                    result = services.library.add_metadata(known[ref], user_id=user, progress=step)
-                else:
-                    result = services.library.add_arxiv(ref, user_id=user, progress=step)
-                lines.append(f"- {ref}: " + ("added, " + f"{result.n_chunks} chunks" if result.added
-                                              else f"already in the library as {result.paper_id}"))
+                wanted.append(known[ref] if ref in known else services.library.arxiv.by_id(ref))
             except ArxivUnavailable as exc:
                 lines.append(f"- {ref}: " + OFFLINE_NOTICE.format(detail=exc))
-            except IngestError as exc:
+            except ArxivError as exc:
                 lines.append(f"- {ref}: failed: {exc}")
+        results, failures = services.library.add_many(
+            wanted, user_id=user, progress=lambda fraction, message: progress(fraction, desc=message))
+        lines += [f"- {r.paper_id}: {add_message(r)}" for r in results]
+        lines += [f"- {ref}: failed: {why}" for ref, why in failures]
         return "\n".join(lines), paper_rows(services.papers(user))
 
     def upload_pdfs(paths: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None,

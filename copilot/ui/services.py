@@ -6,9 +6,8 @@ here, next to the engine calls, so the two-user guarantees can be tested without
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,19 +16,11 @@ from copilot.config import Settings
 from copilot.engine import Copilot
 from copilot.types import RetrievedItem
 from ingest.library import Library
-
-Progress = Callable[[float, str], None]
-
-
-def _no_progress(fraction: float, message: str) -> None:
-    """Progress goes nowhere when the caller does not show it."""
-
+from ingest.models import Progress, abs_url, no_progress
 
 def arxiv_url(paper_id: str | None) -> str | None:
     """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
-    if not paper_id or paper_id.startswith("pdf-"):
-        return None
-    return f"https://arxiv.org/abs/{paper_id}"
+    return None if not paper_id or paper_id.startswith("pdf-") else abs_url(paper_id)
 
 
 @dataclass
@@ -74,7 +65,7 @@ class Services:
             raise ValueError(f"Unknown paper(s): {', '.join(unknown)}. Pick papers from your library.")
         return list(wanted)
 
-    def upload(self, paths: list[Path], user_id: str, progress: Progress = _no_progress) -> list[dict[str, Any]]:
+    def upload(self, paths: list[Path], user_id: str, progress: Progress = no_progress) -> list[dict[str, Any]]:
         """Add uploaded PDFs one by one; a bad file is reported and the others still go in."""
         from ingest.errors import IngestError
 
@@ -86,7 +77,7 @@ class Services:
             try:
                 result = self.library.add_pdf(Path(path), user_id=user_id, progress=step)
                 report.append({"file": Path(path).name, "paper_id": result.paper_id, "added": result.added,
-                               "message": _add_message(result)})
+                               "message": add_message(result)})
             except IngestError as exc:
                 report.append({"file": Path(path).name, "paper_id": None, "added": False, "message": str(exc)})
         return report
@@ -145,22 +136,36 @@ class Services:
     def delete_thought(self, thought_id: int, user_id: str) -> bool:
         return self.copilot.memory.delete(int(thought_id), user_id)
 
-    def query_history(self, user_id: str) -> list[dict[str, Any]]:
-        """The user's answered questions, oldest first, with the thought each one produced."""
-        return list(self.copilot.store.db.query(
+    def query(self, query_id: int, user_id: str) -> dict[str, Any]:
+        """One of the user's answered questions with the thought it produced (outcome 'pending' until written)."""
+        rows = list(self.copilot.store.db.query(
             "SELECT id, text, thought_id, thought_outcome, thought_reason, created_at FROM queries "
-            "WHERE user_id = ? ORDER BY id", [user_id]))
+            "WHERE id = ? AND user_id = ?", [int(query_id), user_id]))
+        if not rows:
+            raise ValueError(f"No answer #{int(query_id)} for this user.")
+        return rows[0]
+
+    def wait_for_thought(self, query_id: int, user_id: str, timeout_s: float) -> dict[str, Any]:
+        """The query once its thought is written (or as it is after ``timeout_s``): the background worker
+        writes thoughts in order, so this answer's thought may wait behind others'."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            row = self.query(query_id, user_id)
+            if row["thought_outcome"] != "pending" or time.monotonic() > deadline:
+                return row
+            time.sleep(0.25)
 
     def feedback_history(self, user_id: str) -> list[dict[str, Any]]:
         return list(self.copilot.store.db.query(
             "SELECT f.query_id, f.value, f.created_at FROM feedback f WHERE f.user_id = ? ORDER BY f.id", [user_id]))
 
 
-def _add_message(result: Any) -> str:  # noqa: ANN401 - an ingest AddResult
+def add_message(result: Any) -> str:  # noqa: ANN401 - an ingest AddResult
+    """One line on what adding a paper did, for the Library tab's notice."""
     if not result.added:
         return f"already in the library as {result.paper_id}"
-    warnings = f" (warnings: {'; '.join(result.warnings)})" if getattr(result, "warnings", None) else ""
-    return f"added {result.paper_id}: {result.n_chunks} chunks{warnings}"
+    warnings = f" (warnings: {'; '.join(result.warnings)})" if result.warnings else ""
+    return f"added as {result.paper_id}, {result.n_chunks} chunks{warnings}"
 
 
 def source_line(n: int, item: RetrievedItem) -> str:
@@ -196,7 +201,3 @@ def provenance_summary(services: Services, thought_ids: list[int]) -> dict[int, 
             "ORDER BY source_kind, source_id", thought_ids):
         out[r["thought_id"]].append(f"{r['source_kind']} #{r['source_id']}")
     return {t: "from " + ", ".join(v) if v else "" for t, v in out.items()}
-
-
-def dumps(value: Any) -> str:  # noqa: ANN401
-    return json.dumps(value, indent=2, default=str)

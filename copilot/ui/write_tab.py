@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -113,7 +112,3 @@ def build(ctx: AppContext) -> dict[str, Any]:
     synthesis_btn.click(draft_synthesis, [many_papers], outputs, api_name="draft_synthesis")
     related_btn.click(draft_related, [title, abstract, related_papers, use_arxiv], outputs, api_name="draft_related")
     return {"one_paper": one_paper, "many_papers": many_papers, "related_papers": related_papers}
-
-
-def exported(path: str) -> Path:
-    return Path(path)

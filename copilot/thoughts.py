@@ -163,6 +163,10 @@ class ThoughtMemory:
         """Distil, filter, merge or store the thought of one answered question."""
         if _REFUSAL.search(answer) or not answer.strip():
             return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell")
+        if not items:
+            # Nothing was retrieved (an empty library, say): the answer is the model's own recollection, and a
+            # thought made of it would be remembered and cited later as if it had sources.
+            return ThoughtOutcome("dropped", "ungrounded: nothing was retrieved, so the answer rests on no source")
         try:
             distilled = distill(self.llm, question, answer)
         except LLMError as exc:

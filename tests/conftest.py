@@ -41,9 +41,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields the URL
-    """The real app started with ``make run`` on the embedded defaults, on a free port."""
+    """The real app started with ``make run`` on the embedded defaults, on a free port.
+
+    One instance per test module, each with an empty data directory: what one module asks (and the thoughts it
+    leaves) must not shape another module's answers.
+    """
     import signal
     import subprocess
     import time

@@ -61,9 +61,17 @@ def _tab(page, name: str) -> None:  # noqa: ANN001
 
 def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) -> str:  # noqa: ANN001
     """Wait until the element's text matches ``pattern`` (a JS regular expression); return the text."""
-    page.wait_for_function(
-        "([sel, pat]) => { const e = document.querySelector(sel); return e && new RegExp(pat).test(e.innerText); }",
-        arg=[selector, pattern], timeout=timeout)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            "([sel, pat]) => { const e = document.querySelector(sel); return e && new RegExp(pat).test(e.innerText); }",
+            arg=[selector, pattern], timeout=timeout)
+    except PlaywrightTimeout as exc:
+        shown = page.evaluate("s => document.querySelector(s)?.innerText ?? '(no element)'", selector)
+        toasts = page.evaluate("() => Array.from(document.querySelectorAll('.toast-body')).map(t => t.innerText)")
+        raise AssertionError(f"{selector} never matched /{pattern}/; it shows {shown[-1500:]!r}; "
+                             f"notices: {toasts}") from exc
     return page.locator(selector).inner_text()
 
 
@@ -129,7 +137,7 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     assert rows, "no thought row on the dashboard"
     newest_id, before = rows[0][0], float(rows[0][2])
     page.locator("#thought-id input").fill(newest_id)
-    page.locator("#thought-show").click()
+    page.locator("#thought-id input").press("Enter")  # typing an id and pressing Enter shows it
     _wait_text(page, "#thought-detail", r"Built from[\s\S]*chunk #")
     _shot(page, tmp_path, "dashboard")
 

@@ -92,6 +92,10 @@ def test_invalid_low_confidence_short_refusal_unusable(store: Store, embedder: E
     refusal = mem.write(user_id="ada", question="Who funded it?", answer="The sources do not say.", items=items)
     assert refusal.outcome == "dropped" and refusal.reason.startswith("refusal") and refusal.llm_calls == 0
     assert len(llm.calls) == 4, "a refusal needs no thought call"
+    ungrounded = mem.write(user_id="ada", question="What is a citation?",
+                           answer="A citation names the work an idea comes from.", items=[])
+    assert ungrounded.outcome == "dropped" and ungrounded.reason.startswith("ungrounded")
+    assert ungrounded.llm_calls == 0 and len(llm.calls) == 4, "an answer without sources needs no thought call"
     assert store.db["thoughts"].count == 0
 
 

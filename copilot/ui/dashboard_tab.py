@@ -169,6 +169,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     search.submit(list_thoughts, [search, sort], [table], api_name="list_thoughts")
     sort.change(list_thoughts, [search, sort], [table], api_visibility="private")
     show_btn.click(show, [thought_id], [detail], api_name="thought_detail")
+    thought_id.submit(show, [thought_id], [detail], api_visibility="private")
     table.select(pick, [table], [thought_id, detail], api_visibility="private")
     delete_btn.click(delete, [thought_id, search, sort], [detail, table], api_name="delete_thought")
     return {"load": [(dashboard, [search, sort], outputs)], "tab_outputs": outputs, "refresh": dashboard,

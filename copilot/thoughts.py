@@ -45,6 +45,8 @@ _CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|
 # A thought nearly orthogonal to its question is about something else (a tiny model sometimes distils a
 # sentence about editing text instead of the fact); on-topic thoughts measured 0.26-0.69.
 MIN_THOUGHT_QUESTION_COSINE = 0.1
+# One clause that ends in a colon ("The answer to this question is:") announces knowledge it never gives.
+_LEAD_IN = re.compile(r"^[^.!?\n]{0,120}:\s*$")
 # What reading a thought returns (everything but its embedding).
 _COLUMNS = "id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at"
 _CITATION = re.compile(r"\[(\d{1,2})\]")
@@ -195,7 +197,8 @@ class ThoughtMemory:
         if confidence < self.settings.min_confidence:
             return ThoughtOutcome("dropped", f"low_confidence: {confidence:.2f} < {self.settings.min_confidence}",
                                   **base)
-        if len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text):
+        if (len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text)
+                or _LEAD_IN.match(text.strip())):
             return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
         vector = self.embedder.encode_documents([text])[0]
         if question_vector is not None and float(question_vector @ vector) < MIN_THOUGHT_QUESTION_COSINE:

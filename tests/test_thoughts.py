@@ -258,11 +258,12 @@ def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_que
 
 
 def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Embedder) -> None:
-    """Two distillations the embedded model really produced: a pleasantry, and a sentence about editing."""
+    """Distillations the embedded model really produced: a pleasantry, a sentence about editing, a bare lead-in."""
     items = chunk_items(store)
     mem, _ = memory(store, embedder, [
         (reply("I hope these additional points help you with the literature graph."), 0.9),
         (reply("The original text was edited to remove this part and make it more concise."), 0.9),
+        (reply("The answer to this question about the literature graph is:"), 0.9),
     ], relevance_weight=0.5)
     polite = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
                        answer="The literature graph links papers, authors and entities [1].", items=items)
@@ -270,4 +271,7 @@ def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Em
     edited = mem.write(user_id="ada", question="What does LongEval recommend for human evaluation of faithfulness?",
                        answer="LongEval recommends fine-grained annotation [3].", items=items)
     assert edited.outcome == "dropped" and edited.reason.startswith("off_topic"), edited.reason
+    lead_in = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
+                        answer="The literature graph is a graph of papers [1].", items=items)
+    assert lead_in.outcome == "dropped" and lead_in.reason.startswith("too_short_or_empty"), lead_in.reason
     assert store.db["thoughts"].count == 0

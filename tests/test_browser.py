@@ -135,6 +135,12 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
                            timeout=30_000)
     rows = _thought_rows(page)
     assert rows, "no thought row on the dashboard"
+    # The charts draw the new thought (a chart first drawn empty must still show data that arrives later).
+    page.wait_for_function("""() => [...document.querySelectorAll('#plot-growth g.mark-line path')]
+                                  .some(p => p.getAttribute('stroke') && /L/.test(p.getAttribute('d') || ''))""",
+                           timeout=30_000)
+    page.wait_for_function("() => document.querySelectorAll('#plot-depth g.mark-rect path').length > 0",
+                           timeout=30_000)
     newest_id, before = rows[0][0], float(rows[0][2])
     page.locator("#thought-id input").fill(newest_id)
     page.locator("#thought-id input").press("Enter")  # typing an id and pressing Enter shows it

@@ -150,7 +150,7 @@ def test_chat_feedback_dashboard_and_thoughts(app) -> None:  # noqa: ANN001
     up = client.predict(query_id, api_name="/feedback_up")
     assert "👍" in up
     summary, growth, evolution, *_ = client.predict("", "newest", api_name="/dashboard")
-    assert "1 👍 / 1 👎" in summary
+    assert "1 helpful, 1 not helpful" in summary
     points = evolution["value"]["data"] if isinstance(evolution, dict) and "value" in evolution else evolution
     assert points, "two feedbacks give two self-evolution points"
 

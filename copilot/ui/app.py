@@ -83,8 +83,10 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             gr.api(fn, api_name=name)
         for event in library["changed"]:
             event.then(paper_pickers, None, pickers, api_visibility="private")
-        for fn, inputs, outputs in library["load"] + profile["load"] + dashboard["load"]:
-            demo.load(fn, inputs, outputs, api_visibility="private")
+        for fn, inputs, outputs, *after in library["load"] + profile["load"] + dashboard["load"]:
+            event = demo.load(fn, inputs, outputs, api_visibility="private")
+            for then_fn, then_inputs, then_outputs in after:  # follow-ups that need the first result in place
+                event = event.then(then_fn, then_inputs, then_outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
 
         def model_info() -> dict:

@@ -12,7 +12,9 @@ from copilot.llm import LLMError
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import provenance_summary, retrieved_rows, source_line
 
-RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "confidence", "score", "recalled by", "from", "text"]
+RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
+# Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
+RETRIEVED_WIDTHS = ["40px", "70px", "56px", "64px", "64px", "68px", "96px", "220px", "360px"]
 MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
 THOUGHT_WAIT_S = 90.0
 
@@ -71,7 +73,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 use_public = gr.Checkbox(label="Also use the public thought pool", value=False)
                 share = gr.Checkbox(label="Share my new thoughts in the public pool", value=False)
                 retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
-                                         interactive=False, wrap=True, elem_id="retrieved")
+                                         interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
+                                         max_chars=160, elem_id="retrieved")
 
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
              request: gr.Request, profile: gr.OAuthProfile | None = None

@@ -9,29 +9,81 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from copilot.store import utc_now
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import Services
 
 THOUGHT_HEADERS = ["id", "depth", "confidence", "support", "public", "flagged", "created", "text"]
+THOUGHT_WIDTHS = ["56px", "64px", "100px", "80px", "72px", "80px", "170px", "auto"]
 SORTS = {"newest": ("id", False), "oldest": ("id", True), "confidence": ("confidence", False),
          "depth": ("depth", False), "support": ("support", False)}
 CONF_BINS = [i / 10 for i in range(11)]
+# Vega's "category10" colours: a line keeps its colour (depth 1 is always blue) as the memory grows.
+PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
+           "#bab0ac"]
+FEEDBACK_SIGNAL = "feedback: share helpful"
 
 
-def growth_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
-    """Cumulative number of thoughts over time, one line per depth."""
-    rows, counts = [], {}
-    for t in sorted(thoughts, key=lambda r: (r["created_at"] or "", r["id"])):
+def depth_colors(labels: list[str]) -> dict[str, str]:
+    """``depth N`` keeps one colour for good (depth 1 is always blue).
+
+    Gradio's line plot fixes its colour domain when it first draws and rebuilds the chart only when a property
+    such as ``color_map`` changes; a map of exactly the lines present makes a new depth appear when it is born.
+    """
+    return {label: PALETTE[(int(label.split()[-1]) - 1) % len(PALETTE)] for label in labels}
+
+
+def signal_colors(labels: list[str]) -> dict[str, str]:
+    """Feedback in the first colour, each evaluation signal in the next ones (see ``depth_colors``)."""
+    evals = sorted(label for label in set(labels) if label != FEEDBACK_SIGNAL)
+    colours = {label: PALETTE[1 + i % (len(PALETTE) - 1)] for i, label in enumerate(evals)}
+    return ({FEEDBACK_SIGNAL: PALETTE[0]} if FEEDBACK_SIGNAL in labels else {}) | colours
+
+
+def line_labels(plot_value: Any, column: str) -> list[str]:  # noqa: ANN401 - a frame or Gradio's PlotData
+    """The line labels in a plot's value: a frame, or the ``columns``/``data`` payload (a dict from the
+    browser, a ``PlotData`` from ``postprocess``)."""
+    if isinstance(plot_value, pd.DataFrame):
+        return sorted(plot_value[column].unique()) if column in plot_value else []
+    payload = plot_value if isinstance(plot_value, dict) else getattr(plot_value, "__dict__", {})
+    columns = list(payload.get("columns") or [])
+    if column not in columns:
+        return []
+    at = columns.index(column)
+    return sorted({row[at] for row in payload.get("data") or []})
+
+
+def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.DataFrame:
+    """Cumulative number of thoughts over time, one line per depth.
+
+    Every line starts at 0 when the first thought was made and runs on to ``now``, so even a single thought
+    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first.
+    """
+    columns = ["time", "thoughts", "depth"]
+    if not thoughts:
+        return pd.DataFrame({"time": pd.Series([], dtype="datetime64[ns, UTC]"),
+                             "thoughts": pd.Series([], dtype=int), "depth": pd.Series([], dtype=str)})
+    ordered = sorted(thoughts, key=lambda r: (r["created_at"] or "", r["id"]))
+    start = pd.Timestamp(ordered[0]["created_at"])
+    labels = sorted({f"depth {t['depth']}" for t in ordered}, key=lambda d: int(d.split()[1]))
+    rows = [{"time": start, "thoughts": 0, "depth": d} for d in labels]
+    counts = dict.fromkeys(labels, 0)
+    for t in ordered:
         depth = f"depth {t['depth']}"
-        counts[depth] = counts.get(depth, 0) + 1
+        counts[depth] += 1
         rows.append({"time": pd.Timestamp(t["created_at"]), "thoughts": counts[depth], "depth": depth})
-    return pd.DataFrame(rows, columns=["time", "thoughts", "depth"])
+    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
+    rows += [{"time": end, "thoughts": counts[d], "depth": d} for d in labels]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def depth_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
-    depths = pd.Series([f"depth {t['depth']}" for t in thoughts], dtype="object")
-    counts = depths.value_counts().sort_index()
-    return pd.DataFrame({"depth": counts.index.astype(str), "thoughts": counts.values.astype(int)})
+    """Thoughts per abstraction depth, every level from 1 to the deepest shown (empty levels as 0)."""
+    deepest = max((int(t["depth"]) for t in thoughts), default=0)
+    counts = [sum(int(t["depth"]) == d for t in thoughts) for d in range(1, deepest + 1)]
+    # Typed columns even when empty: the plot must know "depth" is a category before the first thought.
+    return pd.DataFrame({"depth": pd.Series([f"depth {d}" for d in range(1, deepest + 1)], dtype=str),
+                         "thoughts": pd.Series(counts, dtype=int)})
 
 
 def confidence_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
@@ -51,11 +103,17 @@ def evolution_frame(services: Services, user: str, thoughts: list[dict[str, Any]
     for i, f in enumerate(services.feedback_history(user), start=1):
         ups += f["value"] > 0
         n_thoughts = bisect.bisect_right(created, f["created_at"])
-        rows.append({"thoughts": n_thoughts, "quality": round(ups / i, 3), "signal": "feedback: share helpful"})
+        rows.append({"thoughts": n_thoughts, "quality": round(ups / i, 3), "signal": FEEDBACK_SIGNAL})
     from copilot.eval import self_evolution_points
+    from copilot.eval.runner import PRIMARY
 
     for p in self_evolution_points(services.copilot.store):
-        rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]), "signal": f"eval: {p['metric']}"})
+        if p["metric"] == PRIMARY.get(p["task"]):  # one curve per run: its task's headline metric
+            rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]),
+                         "signal": f"eval run {p['run_id']}: {p['task']} {p['metric']}"})
+    if not rows:  # typed columns: an empty plot draws clean axes and knows its kinds of data
+        return pd.DataFrame({"thoughts": pd.Series([], dtype=int), "quality": pd.Series([], dtype=float),
+                             "signal": pd.Series([], dtype=str)})
     return pd.DataFrame(rows, columns=["thoughts", "quality", "signal"])
 
 
@@ -73,7 +131,7 @@ def summary_markdown(stats: dict[str, Any], feedback: list[dict[str, Any]]) -> s
     ups = sum(f["value"] > 0 for f in feedback)
     return (f"**{stats['thoughts']} thoughts** ({by_depth}) · **{stats['queries']} questions** · "
             f"utilisation **{stats['utilisation']:.0%}** of retrieved items were thoughts · "
-            f"feedback {ups} 👍 / {len(feedback) - ups} 👎")
+            f"feedback: {ups} helpful, {len(feedback) - ups} not helpful")
 
 
 def _snippet(text: str, limit: int = 240) -> str:
@@ -101,23 +159,28 @@ def provenance_markdown(row: dict[str, Any]) -> str:
 
 def build(ctx: AppContext) -> dict[str, Any]:
     services = ctx.services
-    with gr.Tab("Dashboard", id="dashboard"):
+    with gr.Tab("Dashboard", id="dashboard") as tab:
         with gr.Row():
             summary = gr.Markdown(elem_id="dashboard-summary")
             refresh = gr.Button("Refresh", size="sm", scale=0, elem_id="dashboard-refresh")
         with gr.Row():
             growth = gr.LinePlot(x="time", y="thoughts", color="depth", title="Memory growth by depth",
-                                 elem_id="plot-growth")
+                                 y_lim=[0, None], elem_id="plot-growth")
             evolution = gr.LinePlot(x="thoughts", y="quality", color="signal", title="Self-evolution",
-                                    x_title="thoughts in memory", y_title="quality", elem_id="plot-evolution")
+                                    x_title="thoughts in memory", y_title="quality", y_lim=[0, 1],
+                                    caption="Running share of answers rated helpful, and stored evaluation runs' "
+                                            "scores, against the number of thoughts. Rate answers in Chat or run "
+                                            "python -m copilot.eval to fill it.", elem_id="plot-evolution")
         with gr.Row():
-            depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", elem_id="plot-depth")
-            confidences = gr.BarPlot(x="confidence", y="thoughts", title="Confidence distribution",
+            depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", y_lim=[0, None],
+                                elem_id="plot-depth")
+            confidences = gr.BarPlot(x="confidence", y="thoughts", title="Confidence distribution", y_lim=[0, None],
                                      elem_id="plot-confidence")
         with gr.Row():
             search = gr.Textbox(label="Search thoughts", scale=3, elem_id="thought-search")
             sort = gr.Dropdown(list(SORTS), value="newest", label="Sort by", scale=1)
-        table = gr.Dataframe(headers=THOUGHT_HEADERS, interactive=False, wrap=True, elem_id="thought-table")
+        table = gr.Dataframe(headers=THOUGHT_HEADERS, interactive=False, wrap=True, column_widths=THOUGHT_WIDTHS,
+                             elem_id="thought-table")
         with gr.Row():
             thought_id = gr.Number(label="Thought id", precision=0, scale=3, elem_id="thought-id")
             show_btn = gr.Button("Show provenance", scale=1, elem_id="thought-show")
@@ -133,6 +196,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         return (summary_markdown(stats, services.feedback_history(user)), growth_frame(thoughts),
                 evolution_frame(services, user, thoughts), depth_frame(thoughts), confidence_frame(thoughts),
                 thought_rows(thoughts, search, sort))
+
+    def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot]:  # noqa: ANN401 - PlotData
+        """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them."""
+        return (gr.LinePlot(color_map=depth_colors(line_labels(growth, "depth"))),
+                gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal"))))
 
     def list_thoughts(search: str, sort: str, request: gr.Request, profile: gr.OAuthProfile | None = None
                       ) -> list[list[Any]]:
@@ -165,12 +233,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
         return f"Thought #{int(thought_id)} deleted.", thought_rows(services.thoughts(user), search, sort)
 
     outputs = [summary, growth, evolution, depths, confidences, table]
-    refresh.click(dashboard, [search, sort], outputs, api_name="dashboard")
+    for event in (refresh.click(dashboard, [search, sort], outputs, api_name="dashboard"),
+                  tab.select(dashboard, [search, sort], outputs, api_visibility="private")):  # current when opened
+        event.then(line_colours, [growth, evolution], [growth, evolution], api_visibility="private")
     search.submit(list_thoughts, [search, sort], [table], api_name="list_thoughts")
     sort.change(list_thoughts, [search, sort], [table], api_visibility="private")
     show_btn.click(show, [thought_id], [detail], api_name="thought_detail")
     thought_id.submit(show, [thought_id], [detail], api_visibility="private")
     table.select(pick, [table], [thought_id, detail], api_visibility="private")
     delete_btn.click(delete, [thought_id, search, sort], [detail, table], api_name="delete_thought")
-    return {"load": [(dashboard, [search, sort], outputs)], "tab_outputs": outputs, "refresh": dashboard,
-            "inputs": [search, sort]}
+    return {"load": [(dashboard, [search, sort], outputs, (line_colours, [growth, evolution], [growth, evolution]))]}

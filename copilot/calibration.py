@@ -21,6 +21,7 @@ import numpy as np
 
 from copilot.config import SHARED_DATA_DIR
 from copilot.llm.base import ChatModel
+from copilot.thoughts import relevance_probability
 
 DEFAULT_DATA = SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json"
 ANSWER_WORDS = 60
@@ -157,7 +158,7 @@ def cross_validated_relevance(cosines: np.ndarray, labels: np.ndarray, seed: int
         train = np.concatenate([folds[1 - k], folds[1 - k] + n])
         test = np.concatenate([folds[k], folds[k] + n])
         slope, bias = fit_relevance(cosines[train], labels[train])
-        out[test] = 1.0 / (1.0 + np.exp(-(slope * cosines[test] + bias)))
+        out[test] = relevance_probability(cosines[test], slope, bias)
     return out
 
 

@@ -87,14 +87,31 @@ class Embedder:
         """Unit contextual vectors of each text's word pieces (special tokens removed), one matrix per text.
 
         Token-level matching of two texts (a BERTScore-style semantic F1) needs these, not the pooled vector.
-        Texts longer than the model's window are cut to it.
+        A text longer than the model's window is read in consecutive windows, so no token is dropped.
         """
         if not texts:
             return []
+        windows, owner = [], []
+        for i, text in enumerate(texts):
+            for window in self._token_windows(text):
+                windows.append(window)
+                owner.append(i)
         with self._lock:
-            outputs = self._model.encode(list(texts), batch_size=self.batch_size, output_value="token_embeddings",
+            outputs = self._model.encode(windows, batch_size=self.batch_size, output_value="token_embeddings",
                                          convert_to_numpy=True, show_progress_bar=False)
-        return [unit_rows(np.asarray(o, dtype=np.float32)[1:-1]) for o in outputs]
+        parts: list[list[np.ndarray]] = [[] for _ in texts]
+        for i, o in zip(owner, outputs, strict=True):
+            parts[i].append(unit_rows(np.asarray(o, dtype=np.float32)[1:-1]))
+        return [np.concatenate(p, axis=0) for p in parts]
+
+    def _token_windows(self, text: str) -> list[str]:
+        """``text`` cut at token boundaries into pieces the model reads whole (a margin for re-tokenising)."""
+        limit = self.max_tokens - 2 - 8  # [CLS], [SEP], and a cut word may split into more pieces
+        spans = [(s, e) for s, e in self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                                                    truncation=False, verbose=False)["offset_mapping"] if e > s]
+        if len(spans) <= limit:
+            return [text]
+        return [text[spans[j][0]:spans[min(j + limit, len(spans)) - 1][1]] for j in range(0, len(spans), limit)]
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for queries: the plain encoder, then the query adapter when one is plugged in."""

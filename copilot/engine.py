@@ -78,6 +78,22 @@ def trim_repetition(text: str) -> str | None:
     return None
 
 
+def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
+                           temperature: float) -> Iterator[str]:
+    """The growing text of one streamed call, cut (and the stream closed) where the model starts repeating
+    itself: a small model that loops has nothing more to say."""
+    text = ""
+    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature)
+    for piece in stream:
+        text += piece
+        trimmed = trim_repetition(text)
+        if trimmed is not None:
+            stream.close()
+            yield trimmed
+            return
+        yield text
+
+
 class ThoughtWorker:
     """One background thread that writes thoughts in order; jobs never block the answer."""
 
@@ -141,9 +157,10 @@ class Copilot:
         return self.worker.flush(timeout)
 
     def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
-                 paper_ids: list[str] | None = None) -> list[RetrievedItem]:
+                 paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None) -> list[RetrievedItem]:
+        """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it."""
         s = self.settings
-        vector = self.embedder.encode_query(question)
+        vector = query_vector if query_vector is not None else self.embedder.encode_query(question)
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids,
@@ -154,33 +171,27 @@ class Copilot:
     def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
-                   about_user: str | None = None) -> Iterator[str | AskResult]:
+                   about_user: str | None = None, query_vector: np.ndarray | None = None
+                   ) -> Iterator[str | AskResult]:
         """Yield the answer text as it grows, then the final :class:`AskResult`.
 
         ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
-        memories) personalises the answer without touching retrieval.
+        memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
+        embedding when the caller has already computed it (the chat recalls memories with it first).
         """
         question = question.strip()
         if not question:
             raise ValueError("Ask a question first.")
         t0 = time.perf_counter()
         items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
-                              paper_ids=paper_ids)
+                              paper_ids=paper_ids, query_vector=query_vector)
         t1 = time.perf_counter()
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                     {"role": "user",
                      "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
         answer = ""
-        stream = self.llm.stream(messages, max_tokens=self.settings.max_answer_tokens,
-                                 temperature=self.settings.temperature)
-        for piece in stream:
-            answer += piece
-            trimmed = trim_repetition(answer)
-            if trimmed is not None:
-                stream.close()  # a small model that starts repeating itself has nothing more to say
-                answer = trimmed
-                yield answer
-                break
+        for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
+                                             temperature=self.settings.temperature):
             yield answer
         answer = answer.strip()
         t2 = time.perf_counter()
@@ -249,12 +260,14 @@ class Copilot:
             "memories", [{"user_id": user_id, "text": text, "created_at": utc_now()}], vector)
         return memory_id
 
-    def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5) -> list[dict[str, Any]]:
-        """The user's memories that ``message`` calls for, by the association score when it is on."""
+    def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5,
+               query_vector: np.ndarray | None = None) -> list[dict[str, Any]]:
+        """The user's memories that ``message`` calls for, by the association score when it is on
+        (``query_vector``: the message's embedding, when the caller has it)."""
         own = [r[0] for r in self.store.conn.execute("SELECT id FROM memories WHERE user_id = ?", [user_id])]
         if not own:
             return []
-        plain = self.embedder.encode_query(message)
+        plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
         combined = self.associative_vector(plain, message)
         hits = self.store.search("memories", combined if combined is not None else plain, k, own)
         if not hits:

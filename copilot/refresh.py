@@ -118,11 +118,6 @@ class RefreshResult:
         return asdict(self)
 
 
-def _known(store: Store, arxiv_id: str) -> bool:
-    return store.conn.execute("SELECT 1 FROM papers WHERE id = ? OR arxiv_id = ?", [arxiv_id, arxiv_id]).fetchone() \
-        is not None
-
-
 def refresh_categories(library, categories: Sequence[str], *, user_id: str | None = None,  # noqa: ANN001
                        max_per_category: int = 5, progress: Progress | None = None) -> RefreshResult:
     """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet.
@@ -153,10 +148,7 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
             if metadata.arxiv_id in seen:
                 continue  # cross-listed in two followed categories
             seen.add(metadata.arxiv_id)
-            if _known(library.store, metadata.arxiv_id):
-                result.skipped += 1
-            else:
-                fresh.append(metadata)
+            fresh.append(metadata)  # add_many skips (and reports) what the library already holds, before any download
 
         def step(fraction: float, message: str, i: int = i, category: str = category) -> None:
             report((i + fraction) / len(wanted), f"{category}: {message}")

@@ -2,8 +2,8 @@
 
 Candidates (5×K from each index) are merged by cosine, then kept greedily: an item whose cosine to an item
 already kept exceeds the dedup threshold adds nothing new and is skipped; items are packed until K are kept
-or the token budget is spent. Thoughts are scoped to the asking user plus, when asked for, the public pool,
-and only confident, unflagged thoughts are retrieved.
+or the token budget is spent. Chunks are scoped to shared papers and the asking user's own uploads; thoughts to
+the asking user plus, when asked for, the public pool, and only confident, unflagged thoughts are retrieved.
 """
 
 from __future__ import annotations
@@ -28,9 +28,18 @@ def allowed_thought_ids(store: Store, user_id: str, *, include_public: bool, min
     return [r[0] for r in rows]
 
 
-def allowed_chunk_ids(store: Store, paper_ids: Sequence[str]) -> list[int]:
-    marks = ", ".join("?" * len(paper_ids))
-    return [r[0] for r in store.conn.execute(f"SELECT id FROM chunks WHERE paper_id IN ({marks})", list(paper_ids))]
+def allowed_chunk_ids(store: Store, user_id: str, paper_ids: Sequence[str] | None = None) -> list[int] | None:
+    """Chunks ``user_id`` may retrieve: of shared (arXiv) papers and of their own uploads, within ``paper_ids``
+    when given. None means every chunk (no scope asked for, and nobody else's uploads to keep out)."""
+    if paper_ids is None and store.conn.execute(
+            "SELECT 1 FROM papers WHERE user_id IS NOT NULL AND user_id != ? LIMIT 1", [user_id]).fetchone() is None:
+        return None
+    where, params = "(p.user_id IS NULL OR p.user_id = ?)", [user_id]
+    if paper_ids is not None:
+        where += f" AND c.paper_id IN ({', '.join('?' * len(paper_ids))})"
+        params += list(paper_ids)
+    return [r[0] for r in store.conn.execute(
+        f"SELECT c.id FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE {where}", params)]
 
 
 def chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
@@ -81,7 +90,7 @@ def retrieve_mixture(
     encoder's combined query, which also recalls thoughts that do not resemble the question.
     """
     n = CANDIDATE_FACTOR * k
-    chunk_scope = allowed_chunk_ids(store, paper_ids) if paper_ids is not None else None
+    chunk_scope = allowed_chunk_ids(store, user_id, paper_ids)
     candidates = chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
     if include_thoughts:
         scope = allowed_thought_ids(store, user_id, include_public=include_public, min_confidence=min_confidence)

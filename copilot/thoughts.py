@@ -128,9 +128,11 @@ def distill(llm: ChatModel, question: str, answer: str) -> Distilled | None:
     return Distilled(thought, valid=verdict == "yes", confidence=_clamp(stated), source="stated")
 
 
-def relevance_probability(cosine: float) -> float:
-    """How likely an answer with this question-answer cosine really belongs to the question."""
-    return float(1.0 / (1.0 + np.exp(-(RELEVANCE_SLOPE * cosine + RELEVANCE_BIAS))))
+def relevance_probability(cosine, slope: float = RELEVANCE_SLOPE, bias: float = RELEVANCE_BIAS):  # noqa: ANN001, ANN201
+    """How likely an answer with this question-answer cosine really belongs to the question (a float, or an
+    array for an array of cosines); ``slope`` and ``bias`` default to the curve fitted by copilot.calibration."""
+    probability = 1.0 / (1.0 + np.exp(-(slope * np.asarray(cosine) + bias)))
+    return float(probability) if np.ndim(probability) == 0 else probability
 
 
 def combined_confidence(model: float, relevance: float, relevance_weight: float) -> float:

@@ -20,19 +20,17 @@ import numpy as np
 
 from copilot import writing_prompts as wp
 from copilot.store import from_blob
-from ingest.models import abs_url
 from copilot.writing import (
     CITATION_MARKER,
     Citation,
     DraftError,
-    author_line,
     body_chunks,
+    citation_from_row,
     citation_numbers,
     cite_mentions,
     generate,
     library_for,
     truncate_tokens,
-    year_of,
 )
 
 IDEAS_MAX_TOKENS = 300
@@ -102,9 +100,7 @@ class Trends:
             how = f"cites {refs}" if idea.cited else f"based on {refs}"
             lines.append(f"{i}. {idea.text} ({how})")
         parts.append("\n".join(lines) or "(the model suggested none)")
-        parts += ["## Papers", "\n".join(f"[{p['n']}] {p['authors'] + '. ' if p['authors'] else ''}"
-                                         f"{'(' + str(p['year']) + '). ' if p['year'] else ''}*{p['title']}*."
-                                         f"{' ' + p['url'] if p['url'] else ''}" for p in self.papers)]
+        parts += ["## Papers", "\n".join(f"[{p['n']}] {p['reference']}" for p in self.papers)]
         if self.notes:
             parts.append("\n>\n".join(f"> {note}" for note in self.notes))
         return "\n\n".join(parts) + "\n"
@@ -237,12 +233,11 @@ def _paper_text(copilot, paper: dict[str, Any]) -> str:  # noqa: ANN001
     return f"{row['title'] or ''}. {text}"
 
 
-def _paper_entry(n: int, paper: dict[str, Any]) -> dict[str, Any]:
-    arxiv_id = paper.get("arxiv_id")
-    return {"n": n, "paper_id": paper["id"], "title": paper.get("title") or paper["id"],
-            "authors": author_line(paper.get("authors") or []), "year": year_of(paper.get("published")),
-            "published": paper.get("published"), "added_at": paper.get("added_at"),
-            "url": abs_url(arxiv_id)}
+def _paper_entry(citation: Citation, paper: dict[str, Any]) -> dict[str, Any]:
+    """A paper of the list shown with the ideas: its citation, its dates, and its reference-list line."""
+    return {"n": citation.n, "paper_id": citation.paper_id, "title": citation.title, "authors": citation.authors,
+            "year": citation.year, "published": paper.get("published"), "added_at": paper.get("added_at"),
+            "url": citation.url, "reference": citation.reference()}
 
 
 # ----- ideas -------------------------------------------------------------------------------------------
@@ -270,16 +265,14 @@ def idea_citations(line: str, sources: list[Citation]) -> tuple[str, list[str]]:
     return text, cited
 
 
-def parse_ideas(reply: str, paper_ids: list[str], titles: list[str] | None = None) -> list[Idea]:
+def parse_ideas(reply: str, sources: list[Citation]) -> list[Idea]:
     """Ideas from a reply: one per line (or per sentence when the model wrote a paragraph), at most five.
 
-    ``[n]`` markers map to ``paper_ids[n-1]``, and so does naming a paper by its short name (``titles``, see
+    ``[n]`` markers map to ``sources[n-1]``, and so does naming a paper by its short name (its title, see
     :func:`copilot.writing.cite_mentions`); markers naming no paper are dropped; an idea citing nothing is
     attached to every paper of the context, marked as not cited.
     """
-    names = titles or [""] * len(paper_ids)
-    sources = [Citation(i, pid, title, "", None, None)
-               for i, (pid, title) in enumerate(zip(paper_ids, names, strict=True), start=1)]
+    paper_ids = [s.paper_id for s in sources]
     lines = [_LIST_MARKER.sub("", line).strip() for line in reply.splitlines()]
     lines = [line for line in lines if line and not line.rstrip().endswith(":")]
     if len(lines) < 3:
@@ -323,7 +316,8 @@ def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: l
     shown = [truncate_tokens(t, budget, copilot.llm.count_tokens) for t in texts]
     reply, calls = generate(copilot, wp.IDEAS_SYSTEM, wp.ideas_user(persona, shown, keywords),
                             max_tokens=IDEAS_MAX_TOKENS, shots=[wp.IDEAS_SHOT])
-    ideas = parse_ideas(reply, [p["id"] for p in papers], [p.get("title") or "" for p in papers])
+    citations = [citation_from_row(n, p) for n, p in enumerate(papers, start=1)]
+    ideas = parse_ideas(reply, citations)
     timings["ideas_ms"] = round(1000 * (time.perf_counter() - t1), 1)
     timings["total_ms"] = round(1000 * (time.perf_counter() - start), 1)
     notes = []
@@ -331,5 +325,5 @@ def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: l
         notes.append(f"The model suggested {len(ideas)} usable idea(s); a larger model suggests more.")
     if any(not i.cited for i in ideas):
         notes.append("Ideas that cite no paper (by number or name) are shown as based on all the papers above.")
-    return Trends(keywords, ideas, [_paper_entry(i, p) for i, p in enumerate(papers, start=1)], calls, timings,
+    return Trends(keywords, ideas, [_paper_entry(c, p) for c, p in zip(citations, papers, strict=True)], calls, timings,
                   persona=persona, notes=notes)

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from copilot import writing_prompts as wp
-from copilot.engine import trim_repetition
-from copilot.store import Store, from_blob
+from copilot.engine import stream_until_repeating
 from copilot.retrieval import chunk_items
+from copilot.store import Store, from_blob
 from copilot.types import RetrievedItem
 from ingest.models import abs_url
 
@@ -81,7 +81,7 @@ class Citation:
         if self.authors and self.year:
             who = f"{self.authors} ({self.year}). "
         elif self.authors:
-            who = self.authors if self.authors.endswith(".") else f"{self.authors}. "
+            who = f"{self.authors} " if self.authors.endswith(".") else f"{self.authors}. "
         else:
             who = f"({self.year}). " if self.year else ""
         where = f" {self.url}" if self.url else f" (library: {self.paper_id})"
@@ -446,23 +446,16 @@ def generate(copilot, system: str, user: str, *, on_text: OnText | None = None, 
     ``shots`` are example (user, assistant) turns shown first: a small model copies a shown format far better
     than it follows a described one.
     """
-    before = copilot.llm.usage.calls
-    text = ""
     messages = [{"role": "system", "content": system}]
     for example, reply in shots:
         messages += [{"role": "user", "content": example}, {"role": "assistant", "content": reply}]
     messages.append({"role": "user", "content": user})
-    stream = copilot.llm.stream(messages, max_tokens=max_tokens, temperature=copilot.settings.temperature)
-    for piece in stream:
-        text += piece
-        trimmed = trim_repetition(text)
-        if trimmed is not None:
-            stream.close()
-            text = trimmed
-            break
+    text = ""
+    for text in stream_until_repeating(copilot.llm, messages, max_tokens=max_tokens,
+                                       temperature=copilot.settings.temperature):
         if on_text is not None:
             on_text(text)
-    return finish_text(text), copilot.llm.usage.calls - before
+    return finish_text(text), 1
 
 
 def _ms(start: float) -> float:
@@ -573,19 +566,20 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     are left out unless nothing scores higher.
     """
     marks = ", ".join("?" * len(paper_ids))
-    rows = copilot.store.conn.execute(f"SELECT id, section FROM chunks WHERE paper_id IN ({marks})",
+    rows = copilot.store.conn.execute(f"SELECT id, section, paper_id FROM chunks WHERE paper_id IN ({marks})",
                                       paper_ids).fetchall()
-    allowed = [r[0] for r in rows if not _SKIPPED_SECTION.match(r[1] or "")]
-    if not allowed:
+    paper_of = {r[0]: r[2] for r in rows if not _SKIPPED_SECTION.match(r[1] or "")}
+    if not paper_of:
         return {}
-    hits = copilot.store.search("chunks", copilot.embedder.encode_query(query), min(len(allowed), 5000), allowed)
-    found = {item.id: item for item, _ in chunk_items(copilot.store, hits)}
-    by_paper: dict[str, list[RetrievedItem]] = {}
-    for chunk_id, _ in hits:  # best first
-        item = found[chunk_id]
-        kept = by_paper.setdefault(item.paper_id or "", [])
+    hits = copilot.store.search("chunks", copilot.embedder.encode_query(query), min(len(paper_of), 5000),
+                                list(paper_of))
+    best: dict[str, list[tuple[int, float]]] = {}
+    for chunk_id, score in hits:  # best first; only the chunks kept are read from the store
+        kept = best.setdefault(paper_of[chunk_id], [])
         if len(kept) < per_paper:
-            kept.append(item)
+            kept.append((chunk_id, score))
+    found = {item.id: item for item, _ in chunk_items(copilot.store, [h for kept in best.values() for h in kept])}
+    by_paper = {pid: [found[chunk_id] for chunk_id, _ in kept] for pid, kept in best.items()}
     relevant = {pid: items for pid, items in by_paper.items() if items[0].score >= RELATED_MIN_SCORE}
     return relevant or dict(list(by_paper.items())[:1])
 

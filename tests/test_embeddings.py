@@ -39,6 +39,16 @@ def test_batching_does_not_change_results(embedder: Embedder) -> None:
     assert np.allclose(whole[7], one[0], atol=1e-5)
 
 
+def test_token_vectors_cover_texts_longer_than_the_model_reads(embedder: Embedder) -> None:
+    long = " ".join(["citation graphs of scholarly papers"] * 150)
+    pieces = embedder.tokenizer(long, add_special_tokens=False)["input_ids"]
+    assert len(pieces) > 2 * embedder.max_tokens
+    matrices = embedder.encode_tokens([long, "a short text"])
+    assert matrices[0].shape == (len(pieces), embedder.dimension), "no token is dropped"
+    assert matrices[1].shape[0] == 3
+    assert np.allclose(np.linalg.norm(matrices[0], axis=1), 1.0, atol=1e-4)
+
+
 def test_loaded_once_per_process() -> None:
     assert get_embedder(Settings()) is get_embedder(Settings())
 

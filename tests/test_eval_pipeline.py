@@ -143,6 +143,8 @@ def test_every_task_and_method_end_to_end(tmp_path: Path, data: dict[str, Path],
         tr = task["methods"]["thought-retriever"]
         assert tr["build"]["llm_calls"] > 0 and tr["memory"]["items"] > 0, "the warm-up wrote thoughts"
         assert task["methods"]["raptor"]["build"] == task["methods"]["memwalker"]["build"], "one shared tree"
+        raptor = task["methods"]["raptor"]
+        assert raptor["build"]["llm_calls"] == raptor["memory"]["items"], "one summary call per node, counted once"
         # Self-evolution: 0%, 50%, 100% of the warm-up; the memory only grows.
         points = task["self_evolution"]
         assert [p["fraction"] for p in points] == [0, 50, 100]

@@ -70,6 +70,18 @@ def test_paper_subset(store: Store) -> None:
     assert [i.id for i, _ in got] == [c2]
 
 
+def test_chunks_of_another_users_upload_are_never_retrieved(store: Store) -> None:
+    q = unit(np.eye(DIM)[3])
+    store.db["papers"].insert({"id": "pdf-bob", "title": "Bob's upload", "user_id": "bob"})
+    store.db["papers"].insert({"id": "pdf-ada", "title": "Ada's upload", "user_id": "ada"})
+    shared = add_chunk(store, "p1", near(q, 0.5, 13), "shared")
+    bobs = add_chunk(store, "pdf-bob", near(q, 0.99, 14), "bob's")
+    adas = add_chunk(store, "pdf-ada", near(q, 0.9, 15), "ada's")
+    assert [i.id for i, _ in retrieve_mixture(store, q, user_id="ada")] == [adas, shared]
+    assert [i.id for i, _ in retrieve_mixture(store, q, user_id="ada", paper_ids=["pdf-bob", "p1"])] == [shared]
+    assert [i.id for i, _ in retrieve_mixture(store, q, user_id="bob")] == [bobs, shared]
+
+
 def test_pack_skips_near_duplicates_and_respects_k_and_budget(store: Store) -> None:
     q = unit(np.eye(DIM)[2])
     a = near(q, 0.9, 10)

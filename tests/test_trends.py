@@ -13,7 +13,7 @@ import pytest
 from copilot.engine import Copilot
 from copilot.profile import save_profile
 from copilot.trends import Idea, extract_keywords, parse_ideas, phrases, trends_and_ideas
-from copilot.writing import DraftError
+from copilot.writing import Citation, DraftError
 from tests.conftest import ROOT, clean_env
 from tests.library_support import add_paper, make_copilot
 from tests.scripted_llm import ScriptedLLM
@@ -71,6 +71,12 @@ def test_keywords_are_shared_phrases_and_do_not_depend_on_scikit_learn(monkeypat
     assert extract_keywords([]) == [] and extract_keywords(["  "]) == []
 
 
+def cites(ids: list[str], titles: list[str] | None = None) -> list[Citation]:
+    """The papers shown with the ideas, numbered 1..n, as far as parsing needs them (id and title)."""
+    return [Citation(n, pid, title, "", None, None)
+            for n, (pid, title) in enumerate(zip(ids, titles or [""] * len(ids), strict=True), start=1)]
+
+
 def test_parse_ideas_maps_citations_and_attaches_uncited_ideas_honestly() -> None:
     ids = ["p1", "p2", "p3"]
     reply = ("Here are some ideas:\n"
@@ -80,7 +86,7 @@ def test_parse_ideas_maps_citations_and_attaches_uncited_ideas_honestly() -> Non
              "[2] Build a corpus of papers with full text and their citation contexts.\n"
              "3. Short one [1].\n"
              "4. Combine citation graphs with text embeddings for recommendation [1][2].\n")
-    ideas = parse_ideas(reply, ids, ["Graph paper", "Corpus paper", "SPECTER: Embeddings"])
+    ideas = parse_ideas(reply, cites(ids, ["Graph paper", "Corpus paper", "SPECTER: Embeddings"]))
     assert ideas == [
         Idea("Combine citation graphs with text embeddings for recommendation [1][2].", ["p1", "p2"], True),
         Idea("Evaluate embeddings on a new multilingual benchmark of papers.", ids, False),
@@ -89,8 +95,9 @@ def test_parse_ideas_maps_citations_and_attaches_uncited_ideas_honestly() -> Non
     ]
     paragraph = ("Build a citation recommender from graph embeddings [2]. Measure how full text helps search "
                  "quality. Link entity mentions across papers to knowledge bases [1].")
-    assert [i.paper_ids for i in parse_ideas(paragraph, ids)] == [["p2"], ids, ["p1"]]
-    assert len(parse_ideas("\n".join(f"Idea number {i} about graphs and papers [1]." for i in range(9)), ids)) == 5
+    assert [i.paper_ids for i in parse_ideas(paragraph, cites(ids))] == [["p2"], ids, ["p1"]]
+    many = "\n".join(f"Idea number {i} about graphs and papers [1]." for i in range(9))
+    assert len(parse_ideas(many, cites(ids))) == 5
 
 
 def test_trends_and_ideas(copilot: Copilot, llm: ScriptedLLM) -> None:
@@ -158,7 +165,7 @@ def test_ideas_numbered_inline_lose_the_next_number_and_repeat_once() -> None:
     reply = ("A scalable system for organizing scientific documents into a graph for search (e.g., Google) 2. "
              "A tool to help users find papers, authors and entities related to them 3. "
              "A scalable system for organizing scientific documents into a graph for search (e.g., Google)")
-    ideas = parse_ideas(reply, ["p1", "p2"])
+    ideas = parse_ideas(reply, cites(["p1", "p2"]))
     assert [i.text for i in ideas] == [
         "A scalable system for organizing scientific documents into a graph for search (e.g., Google)",
         "A tool to help users find papers, authors and entities related to them"]

@@ -222,7 +222,6 @@ class TreeMethod(Method):
     def prepare(self, items: Sequence[Item]) -> None:
         for item in items:
             self.trees.get(item.scope)
-        self.build = self.trees.cost  # the shared tree's cost, reported by both tree methods
 
     def memory(self) -> dict[str, float | int]:
         return self.trees.memory()
@@ -304,7 +303,6 @@ class ThoughtRetriever(Method):
 
         self.copilot = Copilot(bench.settings, bench.store, bench.embedder, bench.llm)
         self.user_id = user_id
-        self.asked = 0
 
     def plan_warmup(self, items: Sequence[Item], per_scope: int, *, questions_per_passage: int = 2) -> WarmupPlan:
         """Simulated questions from random passages of each item's scope (never from a reference).
@@ -348,14 +346,15 @@ class ThoughtRetriever(Method):
             self.copilot.flush()
         if user_id is None or user_id == self.user_id:
             self.build += meter.cost
-            self.asked += 1
         return result.thought.outcome if result.thought else "pending"
 
     def retrieve(self, item: Item, *, user_id: str | None = None) -> Retrieval:
         user = user_id or self.user_id
         c = self.copilot
-        context = c.retrieve(item.query, user_id=user, paper_ids=item.scope)
         vector = c.embedder.encode_query(item.query)
+        context = c.retrieve(item.query, user_id=user, paper_ids=item.scope, query_vector=vector)
+        if not item.gold:  # only claim checking scores a ranking of the whole corpus
+            return Retrieval(context, [])
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),
                                       min_confidence=c.settings.min_confidence, paper_ids=item.scope,
                                       thought_query_vector=c.associative_vector(vector, item.query))

@@ -14,7 +14,8 @@ from functools import lru_cache
 import numpy as np
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
-# all-MiniLM-L6-v2 reads 256 word pieces; longer texts are embedded in windows of this many words.
+# Texts are embedded in batches of windows of this many words (the embedder itself splits a window that is
+# still longer than the model reads).
 WINDOW_WORDS = 150
 
 

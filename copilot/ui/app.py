@@ -69,7 +69,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             write = write_tab.build(ctx)
             ideas = ideas_tab.build(ctx)
             profile = profile_tab.build(ctx)
-            dashboard = dashboard_tab.build(ctx)
+            dashboard_tab.build(ctx)  # fills itself when opened
         pickers = [chat["scope"], write["one_paper"], write["many_papers"], write["related_papers"],
                    ideas["papers"]]
 
@@ -83,10 +83,8 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             gr.api(fn, api_name=name)
         for event in library["changed"]:
             event.then(paper_pickers, None, pickers, api_visibility="private")
-        for fn, inputs, outputs, *after in library["load"] + profile["load"] + dashboard["load"]:
-            event = demo.load(fn, inputs, outputs, api_visibility="private")
-            for then_fn, then_inputs, then_outputs in after:  # follow-ups that need the first result in place
-                event = event.then(then_fn, then_inputs, then_outputs, api_visibility="private")
+        for fn, inputs, outputs in library["load"] + profile["load"]:
+            demo.load(fn, inputs, outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
 
         def model_info() -> dict:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
+import numpy as np
 
 from copilot.engine import AskResult
 from copilot.llm import LLMError
@@ -19,12 +20,14 @@ MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the 
 THOUGHT_WAIT_S = 90.0
 
 
-def _about_user(ctx: AppContext, user: str, message: str) -> tuple[str | None, list[dict[str, Any]]]:
+def _about_user(ctx: AppContext, user: str, message: str, vector: np.ndarray
+                ) -> tuple[str | None, list[dict[str, Any]]]:
     """The persona plus the user's memories this message calls for (the association score finds them)."""
     from copilot.profile import persona_for_prompt
 
     copilot = ctx.services.copilot
-    memories = [m for m in copilot.recall(message, user_id=user, k=3) if m["score"] >= MEMORY_MIN_SCORE][:2]
+    recalled = copilot.recall(message, user_id=user, k=3, query_vector=vector)
+    memories = [m for m in recalled if m["score"] >= MEMORY_MIN_SCORE][:2]
     persona = persona_for_prompt(copilot.store, user)
     parts = [persona[:300]] if persona else []
     parts += [m["text"] for m in memories]
@@ -91,20 +94,22 @@ def build(ctx: AppContext) -> dict[str, Any]:
             return
         copilot = services.copilot
         try:
-            paper_ids = services.visible_paper_ids(user, scope or None)
+            visible = services.visible_paper_ids(user, scope or None)  # rejects papers that are not theirs
         except ValueError as exc:
             raise fail(exc) from exc
-        if not paper_ids:
+        if not visible:
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
         for statement in extract_self_statements(message):
             copilot.remember(statement, user_id=user)
-        about, memories = _about_user(ctx, user, message)
+        vector = copilot.embedder.encode_query(message)  # embedded once: memories, then sources
+        about, memories = _about_user(ctx, user, message, vector)
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         yield "", shown, [], None, ""
         result: AskResult | None = None
         try:
-            for update in copilot.ask_stream(message, user_id=user, paper_ids=paper_ids, include_public=use_public,
-                                             share_thought=share, about_user=about):
+            for update in copilot.ask_stream(message, user_id=user, paper_ids=list(scope) if scope else None,
+                                             include_public=use_public, share_thought=share, about_user=about,
+                                             query_vector=vector):
                 if isinstance(update, AskResult):
                     result = update
                 else:

@@ -95,12 +95,13 @@ def confidence_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({"confidence": labels, "thoughts": counts.values.astype(int)})
 
 
-def evolution_frame(services: Services, user: str, thoughts: list[dict[str, Any]]) -> pd.DataFrame:
+def evolution_frame(services: Services, feedback: list[dict[str, Any]], thoughts: list[dict[str, Any]]
+                    ) -> pd.DataFrame:
     """Quality against memory size: the running share of helpful answers (from feedback), and evaluation
     runs' scores at the number of thoughts they used, when such runs exist."""
     created = sorted(t["created_at"] or "" for t in thoughts)
     rows, ups = [], 0
-    for i, f in enumerate(services.feedback_history(user), start=1):
+    for i, f in enumerate(feedback, start=1):
         ups += f["value"] > 0
         n_thoughts = bisect.bisect_right(created, f["created_at"])
         rows.append({"thoughts": n_thoughts, "quality": round(ups / i, 3), "signal": FEEDBACK_SIGNAL})
@@ -157,7 +158,7 @@ def provenance_markdown(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build(ctx: AppContext) -> dict[str, Any]:
+def build(ctx: AppContext) -> None:
     services = ctx.services
     with gr.Tab("Dashboard", id="dashboard") as tab:
         with gr.Row():
@@ -193,8 +194,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
         user = ctx.user(request, profile)
         thoughts = services.thoughts(user)
         stats = services.copilot.memory.stats(user)
-        return (summary_markdown(stats, services.feedback_history(user)), growth_frame(thoughts),
-                evolution_frame(services, user, thoughts), depth_frame(thoughts), confidence_frame(thoughts),
+        feedback = services.feedback_history(user)
+        return (summary_markdown(stats, feedback), growth_frame(thoughts),
+                evolution_frame(services, feedback, thoughts), depth_frame(thoughts), confidence_frame(thoughts),
                 thought_rows(thoughts, search, sort))
 
     def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot]:  # noqa: ANN401 - PlotData
@@ -242,4 +244,3 @@ def build(ctx: AppContext) -> dict[str, Any]:
     thought_id.submit(show, [thought_id], [detail], api_visibility="private")
     table.select(pick, [table], [thought_id, detail], api_visibility="private")
     delete_btn.click(delete, [thought_id, search, sort], [detail, table], api_name="delete_thought")
-    return {"load": [(dashboard, [search, sort], outputs, (line_colours, [growth, evolution], [growth, evolution]))]}

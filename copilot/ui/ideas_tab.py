@@ -23,17 +23,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def trends(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """Trend keywords and 3-5 cited research ideas from your profile and recent papers."""
-        from copilot.profile import get_profile
         from copilot.trends import trends_and_ideas
 
         user = ctx.user(request, profile)
-        try:
-            chosen = services.visible_paper_ids(user, paper_ids or None)
-            if not chosen:
-                raise ValueError("Your library is empty: add papers in the Library tab first.")
-            stored = get_profile(services.copilot.store, user)
-            result = trends_and_ideas(services.copilot, user_id=user, persona=(stored or {}).get("persona"),
-                                      paper_ids=paper_ids or None)
+        try:  # it checks the papers are this user's and falls back to their stored persona
+            result = trends_and_ideas(services.copilot, user_id=user, persona=None, paper_ids=paper_ids or None)
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc
         return result.to_markdown()

@@ -192,8 +192,8 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         cats = followed_categories(services.copilot.store, user)
         return ", ".join(cats), refresh_line(user, cats)
 
-    search_evt = search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
-                                  api_name="search_arxiv")
+    search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
+                     api_name="search_arxiv")
     query.submit(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
                  api_visibility="private")
     add_evt = add_btn.click(add_arxiv, [chosen, found], [notice, papers], api_name="add_arxiv")
@@ -201,6 +201,6 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
     remove_evt = remove_btn.click(remove_paper, [remove_id], [notice, papers], api_name="remove_paper")
     follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
     refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
-    return {"apis": [(list_papers, "list_papers")], "papers": papers,
+    return {"apis": [(list_papers, "list_papers")],
             "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
-            "changed": [add_evt, upload_evt, remove_evt, refresh_evt], "search": search_evt}
+            "changed": [add_evt, upload_evt, remove_evt, refresh_evt]}

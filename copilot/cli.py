@@ -43,7 +43,7 @@ def doctor(as_json: bool, data_dir: str | None) -> None:
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 @click.option("--json", "as_json", is_flag=True, help="Print the vector counts as JSON.")
 def reindex(data_dir: str | None, as_json: bool) -> None:
-    from copilot.store import Store
+    from copilot.storage import Store
 
     with Store.open(_settings(data_dir)) as store:
         counts = store.reindex()
@@ -99,7 +99,7 @@ def thoughts() -> None:
 
 
 def _memory(data_dir: str | None):  # noqa: ANN202
-    from copilot.store import Store
+    from copilot.storage import Store
     from copilot.thoughts import ThoughtMemory
 
     settings = _settings(data_dir)

@@ -79,7 +79,7 @@ def check_llm(settings: Settings) -> CheckResult:
 
 
 def check_faiss(settings: Settings) -> CheckResult:
-    from copilot.vectors import VectorIndex
+    from copilot.storage.vectors import VectorIndex
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(64, 32)).astype(np.float32)
@@ -97,7 +97,7 @@ def check_faiss(settings: Settings) -> CheckResult:
 
 
 def check_sqlite(settings: Settings) -> CheckResult:
-    from copilot.store import Store
+    from copilot.storage import Store
 
     with Store.open(settings) as store:
         ok = store.integrity_ok() and store.journal_mode.lower() == "wal"

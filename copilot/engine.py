@@ -22,9 +22,9 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel
 from copilot.retrieval import pack_context, retrieve_mixture
-from copilot.store import Store, utc_now
+from copilot.storage import Store, utc_now
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome
-from copilot.types import RetrievedItem
+from copilot.types import RetrievedItem, VectorFilter
 
 DEFAULT_USER = "local"
 
@@ -264,12 +264,12 @@ class Copilot:
                query_vector: np.ndarray | None = None) -> list[dict[str, Any]]:
         """The user's memories that ``message`` calls for, by the association score when it is on
         (``query_vector``: the message's embedding, when the caller has it)."""
-        own = [r[0] for r in self.store.conn.execute("SELECT id FROM memories WHERE user_id = ?", [user_id])]
-        if not own:
+        mine = VectorFilter(owner=user_id)
+        if not self.store.count("memories", mine):
             return []
         plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
         combined = self.associative_vector(plain, message)
-        hits = self.store.search("memories", combined if combined is not None else plain, k, own)
+        hits = self.store.search("memories", combined if combined is not None else plain, k, mine)
         if not hits:
             return []
         texts = {r["id"]: r["text"] for r in self.store.db.query(

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from copilot import writing_prompts as wp
-from copilot.store import Store, utc_now
+from copilot.storage import Store, utc_now
 
 MAX_PERSONA_CHARS = 1500
 MAX_SOURCE_CHARS = 200

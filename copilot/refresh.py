@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from copilot.store import Store, utc_now
+from copilot.storage import Store, utc_now
 from ingest.models import Progress, no_progress
 
 logger = logging.getLogger(__name__)

@@ -12,34 +12,21 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from copilot.store import Store, from_blob
-from copilot.types import PackedContext, RetrievedItem
+from copilot.storage import Store, from_blob
+from copilot.types import PackedContext, RetrievedItem, VectorFilter
 
 CANDIDATE_FACTOR = 5
 
 
-def allowed_thought_ids(store: Store, user_id: str, *, include_public: bool, min_confidence: float) -> list[int]:
-    """Thoughts ``user_id`` may retrieve: their own (and public ones if asked), confident and not flagged."""
-    scope = "(user_id = ? OR public = 1)" if include_public else "user_id = ?"
-    rows = store.conn.execute(
-        f"SELECT id FROM thoughts WHERE {scope} AND COALESCE(flagged, 0) = 0 AND confidence >= ?",
-        [user_id, min_confidence],
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def allowed_chunk_ids(store: Store, user_id: str, paper_ids: Sequence[str] | None = None) -> list[int] | None:
+def chunk_scope(user_id: str, paper_ids: Sequence[str] | None = None) -> VectorFilter:
     """Chunks ``user_id`` may retrieve: of shared (arXiv) papers and of their own uploads, within ``paper_ids``
-    when given. None means every chunk (no scope asked for, and nobody else's uploads to keep out)."""
-    if paper_ids is None and store.conn.execute(
-            "SELECT 1 FROM papers WHERE user_id IS NOT NULL AND user_id != ? LIMIT 1", [user_id]).fetchone() is None:
-        return None
-    where, params = "(p.user_id IS NULL OR p.user_id = ?)", [user_id]
-    if paper_ids is not None:
-        where += f" AND c.paper_id IN ({', '.join('?' * len(paper_ids))})"
-        params += list(paper_ids)
-    return [r[0] for r in store.conn.execute(
-        f"SELECT c.id FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE {where}", params)]
+    when given."""
+    return VectorFilter(owner=user_id, shared=True, papers=None if paper_ids is None else frozenset(paper_ids))
+
+
+def thought_scope(user_id: str, *, include_public: bool, min_confidence: float) -> VectorFilter:
+    """Thoughts ``user_id`` may retrieve: their own (and public ones if asked), confident and not flagged."""
+    return VectorFilter(owner=user_id, public=include_public, min_confidence=min_confidence, unflagged=True)
 
 
 def chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
@@ -90,17 +77,15 @@ def retrieve_mixture(
     encoder's combined query, which also recalls thoughts that do not resemble the question.
     """
     n = CANDIDATE_FACTOR * k
-    chunk_scope = allowed_chunk_ids(store, user_id, paper_ids)
-    candidates = chunk_items(store, store.search("chunks", query_vector, n, chunk_scope))
+    candidates = chunk_items(store, store.search("chunks", query_vector, n, chunk_scope(user_id, paper_ids)))
     if include_thoughts:
-        scope = allowed_thought_ids(store, user_id, include_public=include_public, min_confidence=min_confidence)
-        if scope:
-            associative = thought_query_vector is not None
-            hits = store.search("thoughts", thought_query_vector if associative else query_vector, n, scope)
-            thoughts = _thought_items(store, hits)
-            for item, _ in thoughts:
-                item.recalled_by = "association" if associative else "embedding"
-            candidates += thoughts
+        associative = thought_query_vector is not None
+        hits = store.search("thoughts", thought_query_vector if associative else query_vector, n,
+                            thought_scope(user_id, include_public=include_public, min_confidence=min_confidence))
+        thoughts = _thought_items(store, hits)
+        for item, _ in thoughts:
+            item.recalled_by = "association" if associative else "embedding"
+        candidates += thoughts
     candidates.sort(key=lambda pair: pair[0].score, reverse=True)
     return candidates
 

@@ -21,8 +21,8 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel, ChoiceProbe, LLMError, extract_json_object
 from copilot.llm.json_reply import NoJSONObject
-from copilot.store import Store, from_blob, utc_now
-from copilot.types import RetrievedItem
+from copilot.storage import Store, from_blob, utc_now
+from copilot.types import RetrievedItem, VectorFilter
 
 MIN_THOUGHT_WORDS = 6
 THOUGHT_MAX_TOKENS = 120
@@ -227,8 +227,7 @@ class ThoughtMemory:
 
     def _merge_target(self, user_id: str, vector: np.ndarray) -> dict | None:
         """The user's stored thought closest to ``vector``, if closer than the merge threshold."""
-        own = [r[0] for r in self.store.conn.execute("SELECT id FROM thoughts WHERE user_id = ?", [user_id])]
-        hits = self.store.search("thoughts", vector, 1, own) if own else []
+        hits = self.store.search("thoughts", vector, 1, VectorFilter(owner=user_id))
         if hits and hits[0][1] > self.settings.merge_threshold:
             return dict(self.store.db["thoughts"].get(hits[0][0]))
         return None

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from copilot import writing_prompts as wp
-from copilot.store import from_blob
+from copilot.storage import from_blob
 from copilot.writing import (
     CITATION_MARKER,
     Citation,

@@ -44,3 +44,25 @@ class PackedContext:
     candidates: int = 0
     skipped_duplicates: int = 0
     skipped_budget: int = 0
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Which vectors a search may return: metadata, never an id list.
+
+    Every field is one term of a SQL ``WHERE`` beside the distance ordering (and one payload condition of a
+    vector database). A row is in scope when its owner matches: it is ``owner``'s own, or has no owner and
+    ``shared`` is set (the shared arXiv papers), or is in the opt-in public pool and ``public`` is set. With no
+    owner, ``shared`` or ``public`` at all, ownership does not restrict. The other fields narrow further.
+    """
+
+    owner: str | None = None
+    shared: bool = False  # rows with no owner: chunks of shared arXiv papers
+    public: bool = False  # rows in the opt-in public pool: public thoughts
+    papers: frozenset[str] | None = None  # only chunks of these papers
+    min_confidence: float | None = None  # thoughts at least this confident
+    unflagged: bool = False  # leave out thoughts flagged because a source went away
+
+    @property
+    def scoped_by_owner(self) -> bool:
+        return self.owner is not None or self.shared or self.public

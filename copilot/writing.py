@@ -23,8 +23,8 @@ import numpy as np
 from copilot import writing_prompts as wp
 from copilot.engine import stream_until_repeating
 from copilot.retrieval import chunk_items
-from copilot.store import Store, from_blob
-from copilot.types import RetrievedItem
+from copilot.storage import Store, from_blob
+from copilot.types import RetrievedItem, VectorFilter
 from ingest.models import abs_url
 
 DRAFT_MAX_TOKENS = 300
@@ -571,8 +571,9 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     paper_of = {r[0]: r[2] for r in rows if not _SKIPPED_SECTION.match(r[1] or "")}
     if not paper_of:
         return {}
-    hits = copilot.store.search("chunks", copilot.embedder.encode_query(query), min(len(paper_of), 5000),
-                                list(paper_of))
+    hits = [(i, score) for i, score in copilot.store.search(
+        "chunks", copilot.embedder.encode_query(query), min(len(rows), 5000), VectorFilter(papers=frozenset(paper_ids)))
+        if i in paper_of]
     best: dict[str, list[tuple[int, float]]] = {}
     for chunk_id, score in hits:  # best first; only the chunks kept are read from the store
         kept = best.setdefault(paper_of[chunk_id], [])

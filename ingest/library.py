@@ -15,7 +15,7 @@ from typing import Any
 
 from copilot.config import Settings
 from copilot.embeddings import Embedder
-from copilot.store import Store, utc_now
+from copilot.storage import Store, utc_now
 from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import download_pdf, store_upload
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError

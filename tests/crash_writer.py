@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from copilot.store import Store  # noqa: E402
+from copilot.storage import Store  # noqa: E402
 
 DIM = 32
 PER_BATCH = 7

@@ -18,7 +18,7 @@ import requests
 
 from copilot.config import Settings
 from copilot.engine import Copilot
-from copilot.store import Store
+from copilot.storage import Store
 from tests.conftest import SHARED_DATA
 
 DIM = 128

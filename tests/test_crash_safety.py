@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copilot.store import Store, from_blob
+from copilot.storage import Store, from_blob
 from tests.conftest import ROOT
 from tests.crash_writer import PER_BATCH, batch_vectors
 

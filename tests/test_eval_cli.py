@@ -68,7 +68,7 @@ def test_quick_run_with_the_embedded_model(tmp_path: Path) -> None:
     assert (out / "abstract-single_methods.png").exists() and (out / "abstract-single_evolution.png").exists()
 
     from copilot.eval import list_runs, self_evolution_points
-    from copilot.store import Store
+    from copilot.storage import Store
 
     with Store(app / "copilot.db", app / "index") as store:
         (run,) = list_runs(store)

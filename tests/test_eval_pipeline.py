@@ -18,7 +18,7 @@ from copilot.eval.methods import METHODS, parse_methods
 from copilot.eval.runner import EvalConfig, run_evaluation
 from copilot.eval.tasks import halves, load_task, sample_indices
 from copilot.llm.base import GenerationOptions, Message
-from copilot.store import Store
+from copilot.storage import Store
 from tests.conftest import SHARED_DATA
 from tests.scripted_llm import ScriptedLLM
 

@@ -8,7 +8,7 @@ import pytest
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
-from copilot.store import Store
+from copilot.storage import Store
 from tests.scripted_llm import ScriptedLLM
 
 STATEMENTS = [

@@ -26,7 +26,7 @@ from copilot.refresh import (
     refresh_followed,
     set_followed_categories,
 )
-from copilot.store import Store
+from copilot.storage import Store
 from ingest import library as library_module
 from ingest.errors import DownloadError
 from ingest.library import Library

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from copilot.retrieval import pack_context, retrieve_mixture
-from copilot.store import Store
+from copilot.storage import Store
 
 DIM = 16
 

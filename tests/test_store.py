@@ -3,9 +3,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from copilot.migrations import MIGRATIONS
-from copilot.store import Store, StoreError, from_blob
-from copilot.vectors import index_files
+from copilot.storage.migrations import MIGRATIONS
+from copilot.storage import Store, StoreError, from_blob
+from copilot.storage.vectors import index_files
 
 
 def unit(seed: int, n: int, dim: int = 8) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
-from copilot.store import Store
+from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, parse_thought_reply
 from copilot.types import RetrievedItem
 from tests.scripted_llm import ScriptedLLM

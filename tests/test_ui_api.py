@@ -15,7 +15,7 @@ from gradio_client import Client, handle_file
 
 from copilot.config import Settings
 from copilot.engine import Copilot
-from copilot.store import Store
+from copilot.storage import Store
 from copilot.ui import build_app
 from copilot.ui.services import Services
 from ingest.library import Library

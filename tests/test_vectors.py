@@ -2,7 +2,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copilot.vectors import VectorIndex, index_files
+from copilot.storage.vectors import VectorIndex, index_files
 
 
 def unit(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:

@@ -119,7 +119,7 @@ def main(task_spec: str, method_spec: str, data_path: Path | None, limit: str | 
     report = run_evaluation(config, out, settings, command="python -m copilot.eval " + shlex.join(sys.argv[1:]))
     if not no_record:
         from copilot.eval.runs import record_run
-        from copilot.store import Store
+        from copilot.storage import Store
 
         with Store.open(settings) as store:
             ids = record_run(store, report, str(out.resolve()))

@@ -22,7 +22,7 @@ from copilot.eval import prompts
 from copilot.eval.tasks import Item, Task
 from copilot.llm import ChatModel, ChoiceProbe
 from copilot.retrieval import pack_context
-from copilot.store import Store, utc_now
+from copilot.storage import Store, utc_now
 from copilot.types import RetrievedItem
 
 

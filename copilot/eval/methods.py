@@ -24,7 +24,7 @@ import numpy as np
 from copilot.eval.corpus import Bench, Cost, Meter, Retrieval
 from copilot.eval.tasks import Item
 from copilot.eval.tree import SummaryTree, build_tree, walk
-from copilot.retrieval import CANDIDATE_FACTOR, allowed_thought_ids, pack_context, retrieve_mixture
+from copilot.retrieval import CANDIDATE_FACTOR, pack_context, retrieve_mixture, thought_scope
 from copilot.types import RetrievedItem
 
 THOUGHT_RETRIEVER = "thought-retriever"
@@ -377,8 +377,8 @@ class ThoughtRetriever(Method):
 
     def n_thoughts(self, user_id: str | None = None) -> int:
         """Thoughts the user's questions can retrieve (confident and not flagged)."""
-        return len(allowed_thought_ids(self.bench.store, user_id or self.user_id, include_public=False,
-                                       min_confidence=self.bench.settings.min_confidence))
+        return self.bench.store.count("thoughts", thought_scope(user_id or self.user_id, include_public=False,
+                                                                min_confidence=self.bench.settings.min_confidence))
 
     def memory(self) -> dict[str, float | int]:
         rows = self.bench.store.conn.execute(

@@ -25,7 +25,7 @@ from copilot.eval.judge import compare
 from copilot.eval.methods import THOUGHT_RETRIEVER, Method, ThoughtRetriever, TreeMethod, make_methods
 from copilot.eval.tasks import Item, Task, halves, load_task
 from copilot.llm import ChatModel
-from copilot.store import utc_now
+from copilot.storage import utc_now
 
 RECALL_KS = (1, 5, 10)
 PRIMARY = {"abstract-single": "rougeL", "synthesis": "rougeL", "claims": "accuracy"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from copilot.store import Store
+from copilot.storage import Store
 
 
 def task_summary(task: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from copilot.store import utc_now
+from copilot.storage import utc_now
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import Services
 

@@ -20,8 +20,9 @@ import numpy as np
 from sqlite_utils import Database
 
 from copilot.config import Settings
-from copilot.migrations import VECTOR_TABLES, migrate, schema_version
-from copilot.vectors import VectorIndex, index_files
+from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
+from copilot.storage.vectors import VectorIndex, index_files
+from copilot.types import VectorFilter
 
 
 class StoreError(RuntimeError):
@@ -259,14 +260,23 @@ class Store:
         return index
 
     def search(
-        self, kind: str, query: np.ndarray, k: int, allowed_ids: Sequence[int] | None = None
+        self, kind: str, query: np.ndarray, k: int, where: VectorFilter | None = None
     ) -> list[tuple[int, float]]:
-        """The ``k`` rows of ``kind`` nearest to ``query`` as (id, cosine), best first."""
+        """The ``k`` rows of ``kind`` nearest to ``query`` within ``where``, as (id, cosine), best first."""
         with self._lock:
             index = self.index(kind)
             if index is None:
                 return []
-            return index.search(query, k, None if allowed_ids is None else np.asarray(allowed_ids))
+            allowed = None if where is None else np.asarray(self._ids_where(kind, where), dtype=np.int64)
+            return index.search(query, k, allowed)
+
+    def count(self, kind: str, where: VectorFilter | None = None) -> int:
+        """How many rows of ``kind`` with a vector lie within ``where``."""
+        return len(self._ids_where(kind, where or VectorFilter()))
+
+    def _ids_where(self, kind: str, where: VectorFilter) -> list[int]:
+        sql, params = filter_sql(where)
+        return [r[0] for r in self.conn.execute(f"SELECT id FROM ({VECTOR_META[kind]}) WHERE {sql}", params)]
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
         """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
@@ -294,6 +304,41 @@ class Store:
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# Each vector table's filterable metadata, one row per vector: what a VectorFilter is evaluated against.
+VECTOR_META = {
+    "chunks": "SELECT c.id, p.user_id AS owner, c.paper_id AS paper, 0 AS public, NULL AS confidence, "
+              "0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.embedding IS NOT NULL",
+    "thoughts": "SELECT id, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
+                "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
+    "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, NULL AS confidence, 0 AS flagged "
+                "FROM memories WHERE embedding IS NOT NULL",
+}
+
+
+def filter_sql(where: VectorFilter) -> tuple[str, list[Any]]:
+    """``where`` as a SQL condition over the columns of :data:`VECTOR_META`, with its parameters."""
+    terms, params = [], []
+    if where.scoped_by_owner:
+        owners = []
+        if where.owner is not None:
+            owners.append("owner = ?")
+            params.append(where.owner)
+        if where.shared:
+            owners.append("owner IS NULL")
+        if where.public:
+            owners.append("public = 1")
+        terms.append(f"({' OR '.join(owners)})")
+    if where.papers is not None:
+        terms.append(f"paper IN ({', '.join('?' * len(where.papers))})" if where.papers else "0")
+        params += sorted(where.papers)
+    if where.min_confidence is not None:
+        terms.append("confidence >= ?")
+        params.append(where.min_confidence)
+    if where.unflagged:
+        terms.append("flagged = 0")
+    return " AND ".join(terms) or "1", params
 
 
 def _check_kind(kind: str) -> None:

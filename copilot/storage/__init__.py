@@ -1,0 +1,5 @@
+"""Storage: the only code that runs SQL. Records live in SQLite; vectors in FAISS indices rebuilt from it."""
+
+from copilot.storage.store import Store, StoreError, from_blob, to_blob, utc_now
+
+__all__ = ["Store", "StoreError", "from_blob", "to_blob", "utc_now"]

@@ -188,6 +188,12 @@ class Store:
             self._queue(kind, self._bump(conn, kind), lambda index: index.remove(ids))
         return deleted
 
+    def meta_changed(self, kind: str, ids: Sequence[int]) -> None:
+        """Rows of ``kind`` whose filterable metadata (owner, paper, public, confidence, flagged; see
+        :data:`VECTOR_META`) changed. Call it inside the transaction that changed them, so the index's filters
+        follow the database."""
+        _check_kind(kind)
+
     # ----- indices -----------------------------------------------------------------------------------
 
     def _queue(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001

@@ -77,6 +77,15 @@ class Settings(BaseSettings):
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
                                  "arXiv categories; 0 = off.")
 
+    index_hnsw_threshold: int = Field(20_000, ge=2, description="Vectors at which one index partition turns "
+                                      "from exact search into an HNSW graph.")
+    index_hnsw_m: int = Field(32, ge=4, le=128, description="HNSW graph degree (links per vector).")
+    index_ef_construction: int = Field(64, ge=8, description="HNSW candidate list while inserting.")
+    index_ef_search: int = Field(96, ge=8, description="HNSW candidate list while searching (at least the number "
+                                 "of results asked for).")
+    index_delta_fraction: float = Field(0.25, gt=0.0, le=10.0, description="The index snapshot is rewritten when "
+                                        "its append-only delta passes this fraction of its size.")
+
     association: bool = Field(
         True,
         description="Recall thoughts and personal memories with the learned association score (plain cosine "

@@ -79,20 +79,20 @@ def check_llm(settings: Settings) -> CheckResult:
 
 
 def check_faiss(settings: Settings) -> CheckResult:
-    from copilot.storage.vectors import VectorIndex
+    from copilot.storage.vectors import IndexLog, VectorIndex
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(64, 32)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     index = VectorIndex.build(32, np.arange(100, 164), vectors)
     with tempfile.TemporaryDirectory() as tmp:
-        path = index.save(Path(tmp), "probe", 1)
-        loaded = VectorIndex.load(path)
-    hits = loaded.search(vectors[7], 1)
+        IndexLog(Path(tmp), "probe").write_snapshot(index, 1)
+        loaded = IndexLog(Path(tmp), "probe").load(1)
+    hits = loaded.search(vectors[7], 1) if loaded is not None else []
     ok = bool(hits) and hits[0][0] == 107 and abs(hits[0][1] - 1.0) < 1e-4
     import faiss
 
-    return CheckResult("faiss", ok, f"faiss {faiss.__version__}: save, load and exact search "
+    return CheckResult("faiss", ok, f"faiss {faiss.__version__}: snapshot, load and exact search "
                        + ("work" if ok else "gave a wrong result"), {"version": faiss.__version__})
 
 

@@ -262,6 +262,7 @@ class ThoughtMemory:
             else:
                 assignments = ", ".join(f"{k} = ?" for k in fields)
                 conn.execute(f"UPDATE thoughts SET {assignments} WHERE id = ?", [*fields.values(), thought_id])
+                self.store.meta_changed("thoughts", [thought_id])
             conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
                              "VALUES (?, ?, ?)", self._provenance_rows(thought_id, sources))
         kept = text if new_is_better else target["text"]
@@ -282,6 +283,7 @@ class ThoughtMemory:
         with self.store.transaction() as conn:
             conn.execute("UPDATE thoughts SET confidence = ?, updated_at = ? WHERE id = ?",
                          [confidence, utc_now(), thought_id])
+            self.store.meta_changed("thoughts", [thought_id])
         return confidence
 
     def get(self, thought_id: int, user_id: str | None = None) -> dict[str, Any] | None:

@@ -66,3 +66,14 @@ class VectorFilter:
     @property
     def scoped_by_owner(self) -> bool:
         return self.owner is not None or self.shared or self.public
+
+
+@dataclass(frozen=True)
+class VectorMeta:
+    """The filterable metadata of one stored vector: what a :class:`VectorFilter` is evaluated against."""
+
+    owner: str | None = None
+    paper: str | None = None
+    public: bool = False
+    confidence: float | None = None
+    flagged: bool = False

@@ -304,10 +304,13 @@ class Library:
             flagged = 0
             if chunk_ids:
                 marks = ", ".join("?" * len(chunk_ids))
+                sourced = [r[0] for r in conn.execute(
+                    f"""SELECT DISTINCT thought_id FROM thought_sources
+                        WHERE source_kind = 'chunk' AND source_id IN ({marks})""", chunk_ids)]
                 flagged = conn.execute(
-                    f"""UPDATE thoughts SET flagged = 1 WHERE id IN (
-                          SELECT thought_id FROM thought_sources
-                          WHERE source_kind = 'chunk' AND source_id IN ({marks}))""", chunk_ids).rowcount
+                    f"UPDATE thoughts SET flagged = 1 WHERE id IN ({', '.join('?' * len(sourced))})",
+                    sourced).rowcount if sourced else 0
+                self.store.meta_changed("thoughts", sourced)
                 self.store.delete_with_vectors("chunks", chunk_ids)
             conn.execute("DELETE FROM papers WHERE id = ?", [paper_id])
         pdf_path = Path(row["pdf_path"]) if row.get("pdf_path") else None

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from copilot.storage import Store, from_blob
 from tests.conftest import ROOT
@@ -15,33 +16,41 @@ from tests.crash_writer import PER_BATCH, batch_vectors
 WRITER = Path(__file__).with_name("crash_writer.py")
 
 
-def run_and_kill(data: Path, first_batch: int, batches_before_kill: int) -> dict[int, list[int]]:
-    """Start the writer, wait for some commits, SIGKILL it mid-write; returns the commits it reported."""
-    proc = subprocess.Popen([sys.executable, str(WRITER), str(data), str(first_batch)],
+def run_and_kill(data: Path, first_batch: int, batches_before_kill: int, mode: str = "commit",
+                 pause_at: int = 0) -> dict[int, list[int]]:
+    """Start the writer, wait for some commits (or for it to pause mid-append or mid-snapshot), SIGKILL it;
+    returns the commits it reported."""
+    proc = subprocess.Popen([sys.executable, str(WRITER), str(data), str(first_batch), mode, str(pause_at)],
                             stdout=subprocess.PIPE, text=True)
     committed: dict[int, list[int]] = {}
     assert proc.stdout is not None
     for line in proc.stdout:
+        if line.strip() == "PAUSED":
+            break
         batch, *ids = (int(x) for x in line.split())
         committed[batch] = ids
-        if len(committed) >= batches_before_kill:
+        if mode == "commit" and len(committed) >= batches_before_kill:
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     # Lines printed between our last read and the kill are commits too.
     for line in proc.stdout.read().splitlines():
+        if line.strip() == "PAUSED":
+            continue
         batch, *ids = (int(x) for x in line.split())
         committed[batch] = ids
     return committed
 
 
-def test_sigkill_loses_nothing_committed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["commit", "delta", "snapshot"])
+def test_sigkill_loses_nothing_committed(tmp_path: Path, mode: str) -> None:
+    """Killed between batches, in the middle of a delta append, or in the middle of a snapshot rewrite."""
     data = tmp_path / "data"
     all_committed: dict[int, list[int]] = {}
     first = 0
     for round_no, kill_after in enumerate((5, 23, 61)):
-        committed = run_and_kill(data, first, kill_after)
+        committed = run_and_kill(data, first, kill_after, mode, pause_at=kill_after // 4 + 1)
         all_committed.update(committed)
         first = max(all_committed) + 1000  # later rounds write new batch numbers
 
@@ -59,6 +68,8 @@ def test_sigkill_loses_nothing_committed(tmp_path: Path) -> None:
             assert len(rows) % PER_BATCH == 0
             index = store.index("chunks")
             assert index is not None and len(index) == len(rows)
+            leftovers = [p.name for p in (data / "index").iterdir() if ".tmp" in p.name]
+            assert not leftovers, f"round {round_no}: a killed writer's files were left behind: {leftovers}"
 
     with Store(data / "copilot.db", data / "index") as store:
         queries = [batch_vectors(b)[0] for b in list(all_committed)[:10]]

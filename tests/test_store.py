@@ -79,7 +79,8 @@ def test_stale_or_corrupt_index_is_rebuilt(store: Store, tmp_path: Path) -> None
     vectors = unit(4, 5)
     ids = store.insert_with_vectors("memories", memories(5), vectors)
     (path, gen), = index_files(tmp_path / "index", "memories")
-    path.write_bytes(b"garbage")
+    for part in path.iterdir():
+        part.write_bytes(b"garbage")
     fresh = Store(tmp_path / "copilot.db", tmp_path / "index")
     try:
         assert fresh.search("memories", vectors[1], 1)[0][0] == ids[1]

@@ -1,8 +1,10 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from copilot.storage.vectors import VectorIndex, index_files
+from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex, index_files
+from copilot.types import VectorFilter, VectorMeta
 
 
 def unit(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:
@@ -23,13 +25,15 @@ def test_search_returns_cosines_best_first() -> None:
     assert [i for _, i in expected] == [i for i, _ in hits]
 
 
-def test_allowed_ids_restrict_the_search() -> None:
+def test_a_filter_restricts_the_search() -> None:
     rng = np.random.default_rng(2)
     vectors = unit(rng, 20)
-    index = VectorIndex.build(16, np.arange(20), vectors)
-    hits = index.search(vectors[0], 5, allowed_ids=[5, 6, 7])
+    metas = [VectorMeta(paper="p1" if i in (5, 6, 7) else "p2") for i in range(20)]
+    index = VectorIndex.build(16, np.arange(20), vectors, metas)
+    hits = index.search(vectors[0], 5, VectorFilter(papers=frozenset({"p1"})))
     assert {i for i, _ in hits} == {5, 6, 7}
-    assert index.search(vectors[0], 5, allowed_ids=[]) == []
+    assert index.search(vectors[0], 5, VectorFilter(papers=frozenset())) == []
+    assert index.search(vectors[0], 5, VectorFilter(papers=frozenset({"unknown"}))) == []
 
 
 def test_remove_and_ids() -> None:
@@ -40,15 +44,113 @@ def test_remove_and_ids() -> None:
     assert len(index) == 2
 
 
-def test_save_is_atomic_and_keeps_newer_generations(tmp_path: Path) -> None:
+def brute_force(vectors: np.ndarray, metas: list[VectorMeta], alive: set[int], query: np.ndarray, k: int,
+                where: VectorFilter) -> list[int]:
+    """The filter's meaning, written out: the same terms as the SQL WHERE in copilot.storage.store.filter_sql."""
+    def allowed(m: VectorMeta) -> bool:
+        if where.scoped_by_owner and not ((where.owner is not None and m.owner == where.owner)
+                                          or (where.shared and m.owner is None) or (where.public and m.public)):
+            return False
+        if where.papers is not None and m.paper not in where.papers:
+            return False
+        if where.min_confidence is not None and (m.confidence is None or m.confidence < where.min_confidence):
+            return False
+        return not (where.unflagged and m.flagged)
+    scored = sorted(((float(vectors[i] @ query), i) for i in alive if allowed(metas[i])), reverse=True)
+    return [i for _, i in scored[:k]]
+
+
+FILTERS = [
+    VectorFilter(),
+    VectorFilter(owner="a"),
+    VectorFilter(owner="a", shared=True),
+    VectorFilter(owner="b", public=True, min_confidence=0.5, unflagged=True),
+    VectorFilter(owner="c", shared=True, papers=frozenset({"p0", "p3"})),
+    VectorFilter(shared=True),
+    VectorFilter(public=True),
+    VectorFilter(papers=frozenset({"p1"})),
+    VectorFilter(owner="nobody"),
+]
+
+
+@pytest.mark.parametrize("threshold", [10_000, 50])  # exact partitions only; the shared one as HNSW
+def test_every_filter_means_what_the_sql_means(threshold: int) -> None:
+    rng = np.random.default_rng(7)
+    n = 600
+    vectors = unit(rng, n)
+    owners = [None, None, None, "a", "b", "c"]
+    metas = [VectorMeta(owner=owners[i % 6], paper=f"p{i % 5}", public=(i % 6 >= 3 and i % 7 == 0),
+                        confidence=float(rng.random()), flagged=bool(i % 11 == 0)) for i in range(n)]
+    index = VectorIndex.build(16, np.arange(n), vectors, metas,
+                              IndexOptions(hnsw_threshold=threshold, ef_search=400))
+    alive = set(range(n))
+    removed = list(range(0, n, 9))
+    index.delete(removed)
+    alive -= set(removed)
+    # metadata changes, including ones that move a row between partitions (public on, owner change)
+    changes = {10: VectorMeta(owner="a", paper="p0", public=True, confidence=0.9),
+               11: VectorMeta(owner="b", paper="p3", confidence=0.1, flagged=True),
+               13: VectorMeta(owner=None, paper="p1")}
+    index.set_meta(list(changes), list(changes.values()))
+    metas = [changes.get(i, m) for i, m in enumerate(metas)]
+    assert index.partitions["shared"].hnsw == (threshold == 50)
+    for where in FILTERS:
+        for q in range(5):
+            query = vectors[q * 37]
+            hits = index.search(query, 10, where)
+            assert [i for i, _ in hits] == brute_force(vectors, metas, alive, query, 10, where), where
+
+
+def test_a_partition_turns_into_hnsw_and_keeps_every_row() -> None:
+    rng = np.random.default_rng(5)
+    vectors = unit(rng, 300)
+    index = VectorIndex(16, IndexOptions(hnsw_threshold=100))
+    for start in range(0, 300, 30):
+        index.upsert(np.arange(start, start + 30), vectors[start:start + 30])
+    assert index.partitions["shared"].hnsw
+    assert sorted(index.ids().tolist()) == list(range(300))
+    assert all(index.search(vectors[i], 1)[0][0] == i for i in range(0, 300, 17))
+    assert index.memory_bytes() <= 2 * 300 * 16 * 4 + 300 * 400  # vectors, links and metadata
+
+
+def test_snapshot_plus_delta_reproduces_the_index(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
-    vectors = unit(rng, 10)
-    index = VectorIndex.build(16, np.arange(10), vectors)
-    index.save(tmp_path, "chunks", 1)
-    (tmp_path / "chunks.9.faiss").write_bytes(b"a newer file from another process")
-    index.save(tmp_path, "chunks", 2)
-    gens = sorted(g for _, g in index_files(tmp_path, "chunks"))
-    assert gens == [2, 9]  # generation 1 removed, the newer 9 left alone
-    assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
-    loaded = VectorIndex.load(tmp_path / "chunks.2.faiss")
-    assert loaded.search(vectors[6], 1)[0][0] == 6
+    vectors = unit(rng, 40)
+    log = IndexLog(tmp_path, "chunks")
+    index = VectorIndex(16)
+    for gen in range(1, 11):
+        changes = [("upsert", list(range(gen * 4 - 4, gen * 4)), vectors[gen * 4 - 4: gen * 4],
+                    [VectorMeta(owner="u" if gen % 2 else None)] * 4)]
+        if gen == 6:
+            changes.append(("delete", [0, 1]))
+        index.apply(changes)
+        log.append(gen, changes, index)
+    assert [g for _, g in index_files(tmp_path, "chunks")] == [1], "one snapshot, then only the delta grew"
+    reader = IndexLog(tmp_path, "chunks")
+    loaded = reader.load(10)
+    assert loaded is not None and sorted(loaded.ids().tolist()) == list(range(2, 40))
+    for q in range(0, 40, 7):
+        assert loaded.search(vectors[q], 5, VectorFilter(owner="u", shared=True)) == \
+            index.search(vectors[q], 5, VectorFilter(owner="u", shared=True))
+    assert reader.load(12) is None, "a generation the files do not reach is not faked"
+    # a torn record at the tail (a writer killed mid-append) is ignored, and the rest still loads
+    delta = tmp_path / "chunks.1.delta"
+    with open(delta, "ab") as handle:
+        handle.write(b"VDL1\x00\x10")
+    assert IndexLog(tmp_path, "chunks").load(10) is not None
+
+
+def test_the_snapshot_is_rewritten_when_the_delta_grows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    log = IndexLog(tmp_path, "thoughts", IndexOptions(delta_fraction=0.01))
+    index = VectorIndex(256)
+    vectors = unit(rng, 600, dim=256)
+    for gen in range(1, 601):
+        change = [("upsert", [gen], vectors[gen - 1: gen], [VectorMeta(owner="u")])]
+        index.apply(change)
+        log.append(gen, change, index)
+    snapshots = index_files(tmp_path, "thoughts")
+    assert len(snapshots) == 1 and snapshots[0][1] > 1, "older snapshots and deltas are removed"
+    assert len([p for p in tmp_path.iterdir() if p.suffix == ".delta"]) == 1
+    loaded = IndexLog(tmp_path, "thoughts").load(600)
+    assert loaded is not None and len(loaded) == 600

@@ -1,9 +1,11 @@
 """The source of truth: one SQLite database (WAL mode) plus FAISS indices rebuilt from it on demand.
 
 Rows that carry vectors (chunks, thoughts, memories) keep their embedding as a float32 blob in SQLite. Every
-change to such rows bumps that table's generation in the same transaction, and the FAISS index on disk is
-named by the generation it mirrors. After a crash the database holds everything that was committed, and an
-index file that lags behind is simply rebuilt, so the two always agree.
+change to such rows bumps that table's generation in the same transaction. After the commit the change is
+applied to the in-memory index and appended to its delta file (``copilot.storage.vectors.IndexLog``); the
+index on disk is a snapshot named by its generation plus that delta. An index that cannot be brought exactly
+to the database's generation (a crash between commit and append, a torn file) is rebuilt from SQLite, so the
+two always agree. Another process's writes are caught up from the same delta.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from sqlite_utils import Database
 
 from copilot.config import Settings
 from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
-from copilot.storage.vectors import VectorIndex, index_files
-from copilot.types import VectorFilter
+from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
+from copilot.types import VectorFilter, VectorMeta
 
 
 class StoreError(RuntimeError):
@@ -45,7 +47,7 @@ def from_blob(blob: bytes) -> np.ndarray:
 class Store:
     """Records and vectors of one data directory."""
 
-    def __init__(self, db_path: Path, index_dir: Path) -> None:
+    def __init__(self, db_path: Path, index_dir: Path, index_options: IndexOptions | None = None) -> None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         index_dir.mkdir(parents=True, exist_ok=True)
         self.db_path = db_path
@@ -57,7 +59,9 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self._lock = threading.RLock()
+        self.index_options = index_options or IndexOptions()
         self._indices: dict[str, tuple[int, VectorIndex | None]] = {}
+        self._logs: dict[str, IndexLog] = {}
         self._depth = 0
         self._after_commit: list = []
         with self._lock:
@@ -65,7 +69,10 @@ class Store:
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
-        return cls(settings.db_path, settings.index_dir)
+        options = IndexOptions(hnsw_threshold=settings.index_hnsw_threshold, hnsw_m=settings.index_hnsw_m,
+                               ef_construction=settings.index_ef_construction, ef_search=settings.index_ef_search,
+                               delta_fraction=settings.index_delta_fraction)
+        return cls(settings.db_path, settings.index_dir, options)
 
     def close(self) -> None:
         with self._lock:
@@ -153,8 +160,8 @@ class Store:
                         [*(record[c] for c in columns), to_blob(vector)],
                     )
                     ids.append(int(cursor.lastrowid))
-                generation = self._bump(conn, kind)
-                self._queue(kind, generation, lambda index: index.add(ids, vectors), dim=vectors.shape[1])
+                metas = self._metas(conn, kind, ids)
+                self._queue(kind, self._bump(conn, kind), [("upsert", ids, vectors, metas)], dim=vectors.shape[1])
         except sqlite3.Error as exc:
             raise StoreError(f"could not store {len(records)} {kind} rows, nothing was written: {exc}") from exc
         return ids
@@ -163,18 +170,15 @@ class Store:
         """Replace one row's fields and embedding (e.g. a merged thought keeping the better text)."""
         _check_kind(kind)
         assignments = ", ".join(f"{c} = ?" for c in [*fields, "embedding"])
-
-        def replace(index: VectorIndex) -> None:
-            index.remove([item_id])
-            index.add([item_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
-
+        vector = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         with self.transaction() as conn:
             cursor = conn.execute(
                 f"UPDATE {kind} SET {assignments} WHERE id = ?", [*fields.values(), to_blob(vector), item_id]
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"no {kind} row with id {item_id}")
-            self._queue(kind, self._bump(conn, kind), replace, dim=int(np.asarray(vector).size))
+            changes = [("upsert", [item_id], vector, self._metas(conn, kind, [item_id]))]
+            self._queue(kind, self._bump(conn, kind), changes, dim=vector.shape[1])
 
     def delete_with_vectors(self, kind: str, ids: Sequence[int]) -> int:
         """Delete rows and their vectors (joins the caller's transaction when there is one)."""
@@ -185,7 +189,7 @@ class Store:
         marks = ", ".join("?" * len(ids))
         with self.transaction() as conn:
             deleted = conn.execute(f"DELETE FROM {kind} WHERE id IN ({marks})", ids).rowcount
-            self._queue(kind, self._bump(conn, kind), lambda index: index.remove(ids))
+            self._queue(kind, self._bump(conn, kind), [("delete", ids)])
         return deleted
 
     def meta_changed(self, kind: str, ids: Sequence[int]) -> None:
@@ -193,25 +197,50 @@ class Store:
         :data:`VECTOR_META`) changed. Call it inside the transaction that changed them, so the index's filters
         follow the database."""
         _check_kind(kind)
+        ids = [int(i) for i in ids]
+        if not ids:
+            return
+        with self.transaction() as conn:
+            found = self._metas(conn, kind, ids)
+            held = [i for i, meta in zip(ids, found, strict=True) if meta is not None]
+            if held:
+                metas = [meta for meta in found if meta is not None]
+                self._queue(kind, self._bump(conn, kind), [("meta", held, metas)])
+
+    def _metas(self, conn: sqlite3.Connection, kind: str, ids: Sequence[int]) -> list[VectorMeta | None]:
+        """The filterable metadata of rows ``ids`` (None for a row without a vector), in their order."""
+        found: dict[int, VectorMeta] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start:start + 500])
+            rows = conn.execute(f"SELECT * FROM ({VECTOR_META[kind]}) WHERE id IN ({', '.join('?' * len(part))})",
+                                part).fetchall()
+            found.update((int(r[0]), _meta(r)) for r in rows)
+        return [found.get(int(i)) for i in ids]
 
     # ----- indices -----------------------------------------------------------------------------------
 
-    def _queue(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001
-        """Run ``_apply`` once the enclosing transaction has committed."""
-        self._after_commit.append(lambda: self._apply(kind, generation, change, dim))
+    def _log(self, kind: str) -> IndexLog:
+        log = self._logs.get(kind)
+        if log is None:
+            log = self._logs[kind] = IndexLog(self.index_dir, kind, self.index_options)
+        return log
 
-    def _apply(self, kind: str, generation: int, change, dim: int | None = None) -> None:  # noqa: ANN001
-        """Bring the in-memory index to ``generation``: apply ``change`` if it was one step behind, else reload."""
+    def _queue(self, kind: str, generation: int, changes: list, dim: int | None = None) -> None:
+        """Run ``_apply`` once the enclosing transaction has committed."""
+        self._after_commit.append(lambda: self._apply(kind, generation, changes, dim))
+
+    def _apply(self, kind: str, generation: int, changes: list, dim: int | None = None) -> None:
+        """Bring the in-memory index to ``generation``: apply ``changes`` if it was one step behind (and record
+        them in the delta), else catch up from the files or rebuild."""
         with self._lock:
             loaded_gen, index = self._indices.get(kind, (-1, None))
             if loaded_gen == generation - 1 and (index is not None or dim is not None):
                 if index is None:
-                    index = VectorIndex(int(dim))  # type: ignore[arg-type]
-                change(index)
+                    index = VectorIndex(int(dim), self.index_options)  # type: ignore[arg-type]
+                index.apply(changes)
                 self._indices[kind] = (generation, index)
-                index.save(self.index_dir, kind, generation)
+                self._log(kind).append(generation, changes, index)
             else:
-                self._indices.pop(kind, None)
                 self.index(kind)
 
     def embeddings(self, kind: str, conn: sqlite3.Connection | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +256,7 @@ class Store:
         return ids, matrix
 
     def index(self, kind: str) -> VectorIndex | None:
-        """The index of ``kind`` matching the database now (loaded, or rebuilt if stale); None when empty.
+        """The index of ``kind`` matching the database now (loaded, caught up, or rebuilt); None when empty.
 
         Inside a write transaction it is the index as of the last commit.
         """
@@ -240,30 +269,42 @@ class Store:
             current = self.generation(kind)
             if loaded_gen == current:
                 return index
-            index = self._load_or_rebuild(kind)
-            return index
+            if index is not None and 0 <= loaded_gen < current:
+                try:
+                    if self._log(kind).catch_up(index, loaded_gen, current):  # another process wrote
+                        self._indices[kind] = (current, index)
+                        return index
+                except (ValueError, KeyError, IndexError):
+                    pass
+            return self._load_or_rebuild(kind)
 
     def _load_or_rebuild(self, kind: str) -> VectorIndex | None:
-        # Read the generation and the embeddings in one snapshot so the label matches the content.
+        # Read the generation and the rows in one snapshot so the label matches the content.
+        log = self._log(kind)
         self.conn.execute("BEGIN")
         try:
             generation = self.generation(kind)
-            path = self.index_dir / f"{kind}.{generation}.faiss"
-            index: VectorIndex | None = None
-            if path.exists():
-                try:
-                    index = VectorIndex.load(path)
-                except (RuntimeError, ValueError):
-                    index = None
+            log.clean_leftovers()
+            index = log.load(generation)
             if index is None:
-                ids, matrix = self.embeddings(kind, self.conn)
-                if len(ids):
-                    index = VectorIndex.build(matrix.shape[1], ids, matrix)
-                    index.save(self.index_dir, kind, generation)
+                index = self._rebuild(kind)
+                if index is None:
+                    log.remove_all()
+                else:
+                    log.write_snapshot(index, generation)
         finally:
             self.conn.execute("COMMIT")
         self._indices[kind] = (generation, index)
         return index
+
+    def _rebuild(self, kind: str) -> VectorIndex | None:
+        """The index of ``kind`` built from the rows: every embedding with its metadata."""
+        ids, matrix = self.embeddings(kind, self.conn)
+        if not len(ids):
+            return None
+        found = self._metas(self.conn, kind, ids.tolist())
+        return VectorIndex.build(matrix.shape[1], ids, matrix, [m or VectorMeta() for m in found],
+                                 self.index_options)
 
     def search(
         self, kind: str, query: np.ndarray, k: int, where: VectorFilter | None = None
@@ -273,8 +314,7 @@ class Store:
             index = self.index(kind)
             if index is None:
                 return []
-            allowed = None if where is None else np.asarray(self._ids_where(kind, where), dtype=np.int64)
-            return index.search(query, k, allowed)
+            return index.search(query, k, where)
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
@@ -290,8 +330,8 @@ class Store:
         with self._lock:
             for kind in kinds:
                 _check_kind(kind)
-                for path, _ in index_files(self.index_dir, kind):
-                    path.unlink(missing_ok=True)
+                self._log(kind).remove_all()
+                self._log(kind).clean_leftovers()
                 self._indices.pop(kind, None)
                 index = self._load_or_rebuild(kind)
                 counts[kind] = len(index) if index is not None else 0
@@ -321,6 +361,13 @@ VECTOR_META = {
     "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, NULL AS confidence, 0 AS flagged "
                 "FROM memories WHERE embedding IS NOT NULL",
 }
+
+
+def _meta(row: Sequence[Any]) -> VectorMeta:
+    """One row of :data:`VECTOR_META` as the index's metadata."""
+    _, owner, paper, public, confidence, flagged = row
+    return VectorMeta(owner=owner, paper=paper, public=bool(public),
+                      confidence=None if confidence is None else float(confidence), flagged=bool(flagged))
 
 
 def filter_sql(where: VectorFilter) -> tuple[str, list[Any]]:

@@ -1,126 +1,689 @@
-"""FAISS vector indices that are only ever a cache of the embeddings kept in SQLite.
+"""The embedded vector index: FAISS partitions searched with metadata filters, never with id lists.
 
-Each index is an exact inner-product index over unit vectors (so scores are cosines) keyed by the SQLite row
-id. It is written whole to a temporary file and renamed into place, so a reader sees the old file or the new
-one, never half of one. The file name carries the *generation* of the table it mirrors (a counter SQLite
-bumps in the same transaction as every vector change): an index whose generation does not match the
-database is stale and is rebuilt from SQLite instead of being trusted.
+Why this shape (measured on 2 cores, 384-d; `python -m copilot.bench scale`):
+- **Partitioned by owner.** Rows with no owner (chunks of shared arXiv papers) form one partition, each user's
+  own rows (uploads, thoughts, memories) another, and the opt-in public pool a third kind. A scoped question
+  searches only the partitions its filter names, so scoping costs nothing per question: the old design read
+  every allowed id from SQLite and handed FAISS an id list, two scans of the whole library per question.
+- **Exact while small, HNSW when large.** A partition is an exact ``IndexFlatIP`` until it holds
+  ``hnsw_threshold`` vectors, then an ``IndexHNSWFlat``. Scores are inner products of unit vectors: cosines.
+- **Row filters are metadata columns.** Paper, confidence, flagged and owner sit beside each position in numpy
+  columns. A paper filter scores only that paper's rows (kept per paper), exactly; other filters post-filter
+  the ANN candidates and widen the search until k survive, falling back to an exact masked scan.
+- **Deletes are tombstones.** HNSW cannot remove a vector; a deleted position is marked dead and skipped, and
+  a partition is compacted when its dead rows pass a quarter of it.
+
+Persistence is a snapshot plus an append-only delta (:class:`IndexLog`): an insert appends only its own
+vectors, and the snapshot is rewritten when the delta passes ``delta_fraction`` of it. The records stay the
+source of truth: whatever cannot be brought exactly to the database's generation is rebuilt from them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import re
-import tempfile
+import shutil
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
 import numpy as np
 
-_FILE = re.compile(r"^(?P<kind>[a-z_]+)\.(?P<gen>\d+)\.faiss$")
+from copilot.types import VectorFilter, VectorMeta
+
+SHARED = "shared"  # partition of rows with no owner
+PUBLIC = "public"  # partition of rows in the opt-in public pool
+_NONE = -1  # code of "no owner" / "no paper"
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How the embedded index grows; each is a setting (``COPILOT_INDEX_*``, see the README)."""
+
+    hnsw_threshold: int = 20_000  # a partition becomes HNSW at this many vectors
+    hnsw_m: int = 32  # graph degree
+    ef_construction: int = 64
+    ef_search: int = 96  # at least the number of candidates asked for
+    delta_fraction: float = 0.25  # rewrite the snapshot when the delta passes this fraction of it
+    min_delta_bytes: int = 256 * 1024  # ...and at least this size: tiny indices are not rewritten per insert
+
+
+class _Column:
+    """A growable numpy array (amortised O(1) append)."""
+
+    def __init__(self, dtype: type, values: np.ndarray | None = None) -> None:
+        self.data = np.zeros(16, dtype=dtype) if values is None else np.array(values, dtype=dtype)
+        self.n = 0 if values is None else len(values)
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.n + len(values)
+        if need > len(self.data):
+            grown = np.zeros(max(need, 2 * len(self.data)), dtype=self.data.dtype)
+            grown[: self.n] = self.data[: self.n]
+            self.data = grown
+        self.data[self.n:need] = values
+        self.n = need
+
+    @property
+    def view(self) -> np.ndarray:
+        return self.data[: self.n]
+
+
+class _Partition:
+    """One FAISS index with a metadata column per position."""
+
+    def __init__(self, dim: int, options: IndexOptions, hnsw: bool = False) -> None:
+        self.dim = dim
+        self.options = options
+        self.index = self._new_index(hnsw)
+        self.ids = _Column(np.int64)
+        self.alive = _Column(np.bool_)
+        self.owner = _Column(np.int32)
+        self.paper = _Column(np.int32)
+        self.confidence = _Column(np.float64)  # float64: the same comparisons as SQL's REAL
+        self.flagged = _Column(np.bool_)
+        self.by_paper: dict[int, list[int]] = {}
+        self.dead = 0
+        self.compactions = 0
+
+    def _new_index(self, hnsw: bool) -> faiss.Index:
+        if not hnsw:
+            return faiss.IndexFlatIP(self.dim)
+        index = faiss.IndexHNSWFlat(self.dim, self.options.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.options.ef_construction
+        return index
+
+    @property
+    def hnsw(self) -> bool:
+        return isinstance(self.index, faiss.IndexHNSWFlat)
+
+    @property
+    def live(self) -> int:
+        return self.ids.n - self.dead
+
+    def vectors(self) -> np.ndarray:
+        """Every stored vector, a view into FAISS's own storage (no copy)."""
+        flat = faiss.downcast_index(self.index.storage) if self.hnsw else self.index
+        n = int(flat.ntotal)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Append rows; ``codes`` has columns owner, paper, confidence, flagged. Returns their positions."""
+        if not self.hnsw and self.live + len(ids) >= self.options.hnsw_threshold:
+            self.compact(hnsw=True)
+        start = self.ids.n
+        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self.ids.extend(ids)
+        self.alive.extend(np.ones(len(ids), dtype=np.bool_))
+        self._extend_meta(codes)
+        positions = np.arange(start, start + len(ids))
+        for position, paper in zip(positions, codes[:, 1].astype(np.int32), strict=True):
+            if paper != _NONE:
+                self.by_paper.setdefault(int(paper), []).append(int(position))
+        return positions
+
+    def _extend_meta(self, codes: np.ndarray) -> None:
+        self.owner.extend(codes[:, 0].astype(np.int32))
+        self.paper.extend(codes[:, 1].astype(np.int32))
+        self.confidence.extend(codes[:, 2].astype(np.float64))
+        self.flagged.extend(codes[:, 3].astype(np.bool_))
+
+    def kill(self, position: int) -> None:
+        if self.alive.data[position]:
+            self.alive.data[position] = False
+            self.dead += 1
+
+    def set_meta(self, position: int, code: np.ndarray) -> None:
+        old_paper = int(self.paper.data[position])
+        self.owner.data[position], self.paper.data[position] = int(code[0]), int(code[1])
+        self.confidence.data[position], self.flagged.data[position] = code[2], bool(code[3])
+        if old_paper != int(code[1]):
+            if old_paper != _NONE:
+                self.by_paper[old_paper].remove(position)
+            if int(code[1]) != _NONE:
+                self.by_paper.setdefault(int(code[1]), []).append(position)
+
+    def meta_codes(self, positions: np.ndarray) -> np.ndarray:
+        return np.column_stack([self.owner.view[positions], self.paper.view[positions],
+                                self.confidence.view[positions], self.flagged.view[positions]])
+
+    def needs_compaction(self) -> bool:
+        return self.dead > 0 and self.dead * 4 >= max(self.ids.n, 64)
+
+    def compact(self, hnsw: bool | None = None) -> dict[int, int]:
+        """Rebuild with live rows only; returns id -> new position."""
+        keep = np.flatnonzero(self.alive.view)
+        vectors = np.array(self.vectors()[keep])
+        ids, codes = self.ids.view[keep].copy(), self.meta_codes(keep)
+        hnsw = self.hnsw if hnsw is None else hnsw
+        fresh = _Partition(self.dim, self.options, hnsw=hnsw or len(keep) >= self.options.hnsw_threshold)
+        if len(keep):
+            fresh.index.add(vectors)
+            fresh.ids.extend(ids)
+            fresh.alive.extend(np.ones(len(keep), dtype=np.bool_))
+            fresh._extend_meta(codes)
+            for position, paper in enumerate(fresh.paper.view):
+                if paper != _NONE:
+                    fresh.by_paper.setdefault(int(paper), []).append(position)
+        fresh.compactions = self.compactions + 1
+        self.__dict__.update(fresh.__dict__)
+        return {int(i): p for p, i in enumerate(ids)}
+
+    # ----- search ------------------------------------------------------------------------------------
+
+    def search(self, query: np.ndarray, k: int, rule: _RowRule) -> list[tuple[int, float]]:
+        n = self.ids.n
+        if n == 0 or k <= 0:
+            return []
+        if rule.papers is not None:
+            lists = [self.by_paper.get(code) for code in rule.papers]
+            positions = np.fromiter((p for found in lists if found for p in found), dtype=np.int64)
+            return self._exact(query, k, positions, rule)
+        if not self.hnsw:
+            return self._exact(query, k, None, rule)
+        wanted = k + min(self.dead, 4 * k)
+        while True:
+            fetch = min(wanted, n)
+            params = faiss.SearchParametersHNSW(efSearch=max(self.options.ef_search, fetch))
+            scores, positions = self.index.search(query.reshape(1, -1), fetch, params=params)
+            found = positions[0] >= 0
+            positions, scores = positions[0][found], scores[0][found]
+            keep = rule.mask(self, positions)
+            if keep.sum() >= k or fetch >= n:
+                return [(int(self.ids.data[p]), float(s)) for p, s in zip(positions[keep][:k], scores[keep][:k],
+                                                                          strict=True)]
+            if fetch * 8 > n:  # a filter this selective: one exact masked scan is cheaper than a wider graph walk
+                return self._exact(query, k, None, rule)
+            wanted = fetch * 4
+
+    def _exact(self, query: np.ndarray, k: int, positions: np.ndarray | None, rule: _RowRule
+               ) -> list[tuple[int, float]]:
+        vectors = self.vectors()
+        if positions is None:
+            positions = np.arange(self.ids.n)
+            rows = vectors
+        else:
+            if not len(positions):
+                return []
+            rows = vectors[positions]
+        keep = rule.mask(self, positions)
+        if not keep.all():
+            positions, rows = positions[keep], rows[keep]
+        if not len(positions):
+            return []
+        scores = rows @ query
+        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self.ids.data[positions[t]]), float(scores[t])) for t in top]
+
+
+@dataclass(frozen=True)
+class _RowRule:
+    """A filter's per-row terms for one partition, as codes."""
+
+    papers: tuple[int, ...] | None = None
+    owners: tuple[int, ...] | None = None  # allowed owner codes (public partition only)
+    min_confidence: float | None = None
+    unflagged: bool = False
+
+    def mask(self, part: _Partition, positions: np.ndarray) -> np.ndarray:
+        keep = part.alive.data[positions].copy()
+        if self.owners is not None:
+            keep &= np.isin(part.owner.data[positions], self.owners)
+        if self.min_confidence is not None:
+            keep &= part.confidence.data[positions] >= self.min_confidence
+        if self.unflagged:
+            keep &= ~part.flagged.data[positions]
+        return keep
 
 
 class VectorIndex:
-    """An in-memory FAISS index of ``dim``-dimensional unit vectors with 64-bit ids."""
+    """Every vector of one kind, with its metadata: ``upsert``, ``delete``, ``set_meta``, ``search``."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, options: IndexOptions | None = None) -> None:
         self.dim = dim
-        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self.options = options or IndexOptions()
+        self.partitions: dict[str, _Partition] = {}
+        self.located: dict[int, tuple[str, int]] = {}  # id -> (partition, position)
+        self.strings: list[str] = []
+        self._codes: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return int(self._index.ntotal)
+        return len(self.located)
 
     @classmethod
-    def build(cls, dim: int, ids: np.ndarray, vectors: np.ndarray) -> VectorIndex:
-        index = cls(dim)
-        index.add(ids, vectors)
+    def build(cls, dim: int, ids: np.ndarray, vectors: np.ndarray, metas: Sequence[VectorMeta] | None = None,
+              options: IndexOptions | None = None) -> VectorIndex:
+        index = cls(dim, options)
+        index.upsert(ids, vectors, metas)
         return index
 
     def ids(self) -> np.ndarray:
-        """Every id held, in insertion order."""
-        return faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        """Every id held."""
+        return np.fromiter(self.located, dtype=np.int64, count=len(self.located))
 
-    def add(self, ids: np.ndarray | list[int], vectors: np.ndarray) -> None:
-        ids = np.asarray(ids, dtype=np.int64)
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return _NONE
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self.strings)
+            self.strings.append(value)
+        return code
+
+    def _encode(self, meta: VectorMeta) -> tuple[str, list[float]]:
+        key = PUBLIC if meta.public else SHARED if meta.owner is None else f"u:{meta.owner}"
+        confidence = np.nan if meta.confidence is None else float(meta.confidence)
+        return key, [self._code(meta.owner), self._code(meta.paper), confidence, float(meta.flagged)]
+
+    def _partition(self, key: str) -> _Partition:
+        part = self.partitions.get(key)
+        if part is None:
+            part = self.partitions[key] = _Partition(self.dim, self.options)
+        return part
+
+    def upsert(self, ids: Iterable[int], vectors: np.ndarray, metas: Sequence[VectorMeta] | None = None) -> None:
+        """Add rows, replacing any held under the same ids."""
+        ids = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         if len(ids) != len(vectors):
             raise ValueError(f"{len(ids)} ids for {len(vectors)} vectors")
-        if len(ids):
-            self._index.add_with_ids(vectors, ids)
+        metas = list(metas) if metas is not None else [VectorMeta()] * len(ids)
+        if len(metas) != len(ids):
+            raise ValueError(f"{len(ids)} ids for {len(metas)} metadata rows")
+        self.delete(ids)
+        groups: dict[str, list[int]] = {}
+        codes = []
+        for row, meta in enumerate(metas):
+            key, code = self._encode(meta)
+            groups.setdefault(key, []).append(row)
+            codes.append(code)
+        codes_array = np.array(codes, dtype=np.float64).reshape(-1, 4)
+        for key, rows in groups.items():
+            part = self._partition(key)
+            compactions = part.compactions
+            positions = part.add(ids[rows], vectors[rows], codes_array[rows])
+            if part.compactions != compactions:  # it was rebuilt on its way to HNSW: every position moved
+                self._relocate(key, part)
+            else:
+                for item_id, position in zip(ids[rows], positions, strict=True):
+                    self.located[int(item_id)] = (key, int(position))
 
-    def remove(self, ids: np.ndarray | list[int]) -> int:
-        ids = np.asarray(ids, dtype=np.int64)
-        if not len(ids):
-            return 0
-        return int(self._index.remove_ids(ids))
+    def _relocate(self, key: str, part: _Partition) -> None:
+        for position in np.flatnonzero(part.alive.view):
+            self.located[int(part.ids.data[position])] = (key, int(position))
+
+    def delete(self, ids: Iterable[int]) -> int:
+        removed = 0
+        touched = set()
+        for item_id in np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64):
+            where = self.located.pop(int(item_id), None)
+            if where is None:
+                continue
+            key, position = where
+            self.partitions[key].kill(position)
+            touched.add(key)
+            removed += 1
+        for key in touched:
+            part = self.partitions[key]
+            if part.needs_compaction():
+                part.compact()
+                self._relocate(key, part)
+        return removed
+
+    remove = delete
+
+    def set_meta(self, ids: Sequence[int], metas: Sequence[VectorMeta]) -> None:
+        """New metadata for held rows; a row whose partition changes (owner, public) moves with its vector."""
+        for item_id, meta in zip(ids, metas, strict=True):
+            where = self.located.get(int(item_id))
+            if where is None:
+                continue
+            key, code = self._encode(meta)
+            if key == where[0]:
+                self.partitions[key].set_meta(where[1], np.array(code))
+            else:
+                self.upsert([int(item_id)], self.vector(int(item_id))[None], [meta])
 
     def vector(self, item_id: int) -> np.ndarray:
-        return self._index.reconstruct(int(item_id))
+        key, position = self.located[int(item_id)]
+        return np.array(self.partitions[key].vectors()[position])
 
-    def search(
-        self, query: np.ndarray, k: int, allowed_ids: np.ndarray | list[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """The ``k`` nearest ids with their cosine scores, best first; optionally only among ``allowed_ids``."""
-        if len(self) == 0 or k <= 0:
+    def search(self, query: np.ndarray, k: int, where: VectorFilter | None = None) -> list[tuple[int, float]]:
+        """The ``k`` nearest rows within ``where``, as (id, cosine), best first."""
+        if not self.located or k <= 0:
             return []
-        query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
-        params = None
-        if allowed_ids is not None:
-            allowed = np.asarray(allowed_ids, dtype=np.int64)
-            if not len(allowed):
+        query = np.ascontiguousarray(query, dtype=np.float32).reshape(self.dim)
+        where = where or VectorFilter()
+        papers = None
+        if where.papers is not None:
+            papers = tuple(self._codes[p] for p in where.papers if p in self._codes)
+            if not papers:
                 return []
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed))
-        scores, ids = self._index.search(query, min(k, len(self)), params=params)
-        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+        hits: list[tuple[int, float]] = []
+        for key, part in self.partitions.items():
+            rule = self._rule(key, where, papers)
+            if rule is not None:
+                hits += part.search(query, k, rule)
+        hits.sort(key=lambda hit: -hit[1])
+        return hits[:k]
 
-    def save(self, directory: Path, kind: str, generation: int) -> Path:
-        """Write atomically as ``<kind>.<generation>.faiss`` and delete older generations of ``kind``.
+    def _rule(self, key: str, where: VectorFilter, papers: tuple[int, ...] | None) -> _RowRule | None:
+        """The per-row terms of ``where`` in partition ``key``, or None when the partition is out of scope."""
+        owners = None
+        if where.scoped_by_owner:
+            if key == PUBLIC:
+                if not where.public:
+                    allowed = ([self._codes[where.owner]] if where.owner in self._codes else []) + (
+                        [_NONE] if where.shared else [])
+                    if not allowed:
+                        return None
+                    owners = tuple(allowed)
+            elif key == SHARED:
+                if not where.shared:
+                    return None
+            elif key != f"u:{where.owner}":
+                return None
+        return _RowRule(papers, owners, where.min_confidence, where.unflagged)
 
-        Newer generations (written meanwhile by another process) are left alone.
-        """
-        directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"{kind}.{generation}.faiss"
-        fd, tmp = tempfile.mkstemp(prefix=f".{kind}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        try:
-            faiss.write_index(self._index, tmp)
-            with open(tmp, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, final)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        _fsync_dir(directory)
-        for path, gen in index_files(directory, kind):
-            if gen < generation:
-                path.unlink(missing_ok=True)
-        return final
+    def memory_bytes(self) -> int:
+        """What the partitions hold: vectors, graph links and metadata columns."""
+        total = 0
+        for part in self.partitions.values():
+            total += part.ids.n * self.dim * 4
+            if part.hnsw:
+                hnsw = part.index.hnsw
+                total += faiss.vector_to_array(hnsw.neighbors).nbytes + faiss.vector_to_array(hnsw.offsets).nbytes
+                total += faiss.vector_to_array(hnsw.levels).nbytes
+            total += sum(c.data.nbytes for c in (part.ids, part.alive, part.owner, part.paper, part.confidence,
+                                                  part.flagged))
+        return total
+
+    # ----- changes as data (what the delta log records) ----------------------------------------------
+
+    def apply(self, ops: Sequence[tuple]) -> None:
+        """Apply changes recorded as ("upsert", ids, vectors, metas), ("delete", ids) or ("meta", ids, metas)."""
+        for op in ops:
+            if op[0] == "upsert":
+                self.upsert(op[1], op[2], op[3])
+            elif op[0] == "delete":
+                self.delete(op[1])
+            elif op[0] == "meta":
+                self.set_meta(op[1], op[2])
+            else:
+                raise ValueError(f"unknown index change {op[0]!r}")
+
+    # ----- snapshots ---------------------------------------------------------------------------------
+
+    def write_to(self, directory: Path) -> None:
+        """Write every partition and the metadata into ``directory`` (which must exist), fsynced."""
+        parts = {}
+        for n, (key, part) in enumerate(self.partitions.items()):
+            name = f"{n}.faiss"
+            _write_partition(part.index, directory / name)
+            parts[key] = {"file": name, "ids": part.ids.view, "alive": part.alive.view, "owner": part.owner.view,
+                          "paper": part.paper.view, "confidence": part.confidence.view,
+                          "flagged": part.flagged.view, "dead": part.dead}
+        meta = {"dim": self.dim, "strings": self.strings, "partitions": parts}
+        with open(directory / "meta.pkl", "wb") as handle:
+            pickle.dump(meta, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     @classmethod
-    def load(cls, path: Path) -> VectorIndex:
-        raw = faiss.read_index(str(path))
-        index = cls.__new__(cls)
-        index.dim = raw.d
-        index._index = faiss.downcast_index(raw) if not isinstance(raw, faiss.IndexIDMap2) else raw
-        if not isinstance(index._index, faiss.IndexIDMap2):
-            raise ValueError(f"{path} is not an id-mapped index")
+    def read_from(cls, directory: Path, options: IndexOptions | None = None) -> VectorIndex:
+        with open(directory / "meta.pkl", "rb") as handle:
+            meta = pickle.load(handle)  # noqa: S301 - our own data directory
+        index = cls(int(meta["dim"]), options)
+        index.strings = list(meta["strings"])
+        index._codes = {s: i for i, s in enumerate(index.strings)}
+        for key, saved in meta["partitions"].items():
+            part = _Partition(index.dim, index.options)
+            part.index = faiss.read_index(str(directory / saved["file"]))
+            if part.index.ntotal != len(saved["ids"]):
+                raise ValueError(f"{directory}: partition {key} holds {part.index.ntotal} vectors, "
+                                 f"its metadata {len(saved['ids'])}")
+            if part.hnsw:
+                part.index.hnsw.efConstruction = index.options.ef_construction
+            for column in ("ids", "alive", "owner", "paper", "confidence", "flagged"):
+                setattr(part, column, _Column(getattr(part, column).data.dtype, saved[column]))
+            part.dead = int(saved["dead"])
+            for position in np.flatnonzero(part.paper.view != _NONE):
+                part.by_paper.setdefault(int(part.paper.data[position]), []).append(int(position))
+            index.partitions[key] = part
+            for position in np.flatnonzero(part.alive.view):
+                index.located[int(part.ids.data[position])] = (key, int(position))
         return index
 
 
-def index_files(directory: Path, kind: str) -> list[tuple[Path, int]]:
-    """The saved files of ``kind`` with their generations."""
+def _write_partition(index: faiss.Index, path: Path) -> None:
+    faiss.write_index(index, str(path))
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+# ----- snapshot + delta on disk ---------------------------------------------------------------------
+
+_SNAPSHOT = re.compile(r"^(?P<kind>[a-z_]+)\.(?P<gen>\d+)\.snap$")
+_DELTA = re.compile(r"^(?P<kind>[a-z_]+)\.(?P<gen>\d+)\.delta$")
+_TEMP = re.compile(r"^\.(?P<kind>[a-z_]+)\..*\.tmp-(?P<pid>\d+)$")
+_OLD_FORMAT = re.compile(r"^(?P<kind>[a-z_]+)\.\d+\.faiss$|^\.(?P<tkind>[a-z_]+)\..*\.tmp$")
+_MAGIC = b"VDL1"
+_HEADER = struct.Struct("<4sQI")  # magic, payload length, crc32 of the payload
+
+
+class IndexLog:
+    """The files of one kind: ``<kind>.<gen>.snap/`` (the index as of generation gen) and ``<kind>.<gen>.delta``
+    (the changes after it, one record per generation, appended after each commit).
+
+    A record is ``magic | length | crc32 | pickled (generation, changes)``; a torn or garbled tail is ignored.
+    Snapshots are written to a temporary folder and renamed into place, so a reader sees a whole snapshot or
+    none. Deltas are not fsynced: losing one only costs a rebuild from the records, which are the truth.
+    Writers serialise on ``<kind>.lock``; readers need no lock.
+    """
+
+    def __init__(self, directory: Path, kind: str, options: IndexOptions | None = None) -> None:
+        self.directory = directory
+        self.kind = kind
+        self.options = options or IndexOptions()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.base: int | None = None  # the snapshot the loaded index came from
+        self._offset = 0  # how far the base's delta has been read
+        self._pending: dict[int, list] = {}  # records read ahead of the loaded generation
+
+    # ----- what is on disk ---------------------------------------------------------------------------
+
+    def snapshots(self) -> list[tuple[Path, int]]:
+        return sorted(_matching(self.directory, _SNAPSHOT, self.kind), key=lambda pair: pair[1])
+
+    def delta_path(self, base: int) -> Path:
+        return self.directory / f"{self.kind}.{base}.delta"
+
+    def files(self) -> list[Path]:
+        """Every file or folder this kind has on disk."""
+        return [p for p in self.directory.iterdir() if p.name.startswith(f"{self.kind}.")
+                or p.name.startswith(f".{self.kind}.")] if self.directory.is_dir() else []
+
+    def clean_leftovers(self) -> list[Path]:
+        """Remove temporary snapshot folders of dead writers and files of the old one-file format."""
+        removed = []
+        for path in list(self.directory.iterdir()):
+            temp = _TEMP.match(path.name)
+            old = _OLD_FORMAT.match(path.name)
+            if temp and temp["kind"] == self.kind and not _alive(int(temp["pid"])):
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                removed.append(path)
+            elif old and self.kind in (old["kind"], old["tkind"]):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
+
+    # ----- reading -----------------------------------------------------------------------------------
+
+    def load(self, target: int) -> VectorIndex | None:
+        """The index exactly at generation ``target`` from the newest snapshot at or before it plus its delta;
+        None when the files cannot give exactly that (then the caller rebuilds from the records)."""
+        for path, gen in reversed(self.snapshots()):
+            if gen > target:
+                continue
+            try:
+                index = VectorIndex.read_from(path, self.options)
+            except (OSError, RuntimeError, ValueError, EOFError, KeyError, pickle.UnpicklingError):
+                return None
+            self.base, self._offset, self._pending = gen, 0, {}
+            return index if self.catch_up(index, gen, target) else None
+        return None
+
+    def catch_up(self, index: VectorIndex, current: int, target: int) -> bool:
+        """Apply the delta's records after ``current`` up to ``target``; False if one is missing."""
+        if self.base is None or self.base > current:
+            return False
+        self._read_delta()
+        for gen in range(current + 1, target + 1):
+            changes = self._pending.pop(gen, None)
+            if changes is None:
+                return False
+            index.apply(changes)
+        for gen in [g for g in self._pending if g <= target]:
+            del self._pending[gen]
+        return True
+
+    def _read_delta(self) -> None:
+        try:
+            with open(self.delta_path(self.base), "rb") as handle:  # type: ignore[arg-type]
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        at = 0
+        while at + _HEADER.size <= len(data):
+            magic, length, crc = _HEADER.unpack_from(data, at)
+            payload = data[at + _HEADER.size: at + _HEADER.size + length]
+            if magic != _MAGIC or len(payload) < length or zlib.crc32(payload) != crc:
+                break  # a torn tail (a writer killed mid-append, or still appending): stop here
+            generation, changes = pickle.loads(payload)  # noqa: S301 - our own data directory
+            self._pending[int(generation)] = changes  # a later record of one generation wins
+            at += _HEADER.size + length
+        self._offset += at
+
+    # ----- writing -----------------------------------------------------------------------------------
+
+    def append(self, generation: int, changes: list, index: VectorIndex) -> None:
+        """Record ``changes`` (which brought ``index`` to ``generation``); rewrite the snapshot when due."""
+        with self._locked():
+            newest = self.snapshots()
+            base = newest[-1][1] if newest else None
+            if base is None or base >= generation:
+                self._snapshot(index, generation)
+                return
+            payload = pickle.dumps((generation, changes), protocol=pickle.HIGHEST_PROTOCOL)
+            path = self.delta_path(base)
+            _append_bytes(path, _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload)
+            if self.base == base:
+                self._offset = path.stat().st_size  # our own record: nothing to read back
+            delta_bytes = path.stat().st_size
+            if delta_bytes > max(self.options.delta_fraction * _size(newest[-1][0]), self.options.min_delta_bytes):
+                self._snapshot(index, generation)
+
+    def write_snapshot(self, index: VectorIndex, generation: int) -> None:
+        with self._locked():
+            self._snapshot(index, generation)
+
+    def _snapshot(self, index: VectorIndex, generation: int) -> None:
+        temp = self.directory / f".{self.kind}.{generation}.snap.tmp-{os.getpid()}"
+        shutil.rmtree(temp, ignore_errors=True)
+        temp.mkdir()
+        try:
+            index.write_to(temp)
+            final = self.directory / f"{self.kind}.{generation}.snap"
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(temp, final)
+            _fsync_dir(self.directory)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+        self.delta_path(generation).touch()
+        for path, gen in self.snapshots():
+            if gen < generation:
+                shutil.rmtree(path, ignore_errors=True)
+        for path, gen in _matching(self.directory, _DELTA, self.kind):
+            if gen < generation:
+                path.unlink(missing_ok=True)
+        self.base, self._offset, self._pending = generation, 0, {}
+
+    def remove_all(self) -> None:
+        with self._locked():
+            for path in self.files():
+                if path.name == f"{self.kind}.lock":
+                    continue
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        self.base, self._offset, self._pending = None, 0, {}
+
+    def _locked(self) -> _FileLock:
+        return _FileLock(self.directory / f"{self.kind}.lock")
+
+
+class _FileLock:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> _FileLock:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _append_bytes(path: Path, record: bytes) -> None:
+    """One write(2) with O_APPEND: concurrent readers see the record whole or not yet (the crc tells)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, record)
+    finally:
+        os.close(fd)
+
+
+def _matching(directory: Path, pattern: re.Pattern, kind: str) -> list[tuple[Path, int]]:
     if not directory.is_dir():
         return []
     found = []
     for path in directory.iterdir():
-        match = _FILE.match(path.name)
+        match = pattern.match(path.name)
         if match and match["kind"] == kind:
             found.append((path, int(match["gen"])))
     return found
 
 
+def index_files(directory: Path, kind: str) -> list[tuple[Path, int]]:
+    """The snapshots of ``kind`` on disk with their generations."""
+    return sorted(_matching(directory, _SNAPSHOT, kind), key=lambda pair: pair[1])
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _fsync_dir(directory: Path) -> None:
-    """Make the rename itself durable."""
+    """Make a rename itself durable."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

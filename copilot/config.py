@@ -80,8 +80,8 @@ class Settings(BaseSettings):
     index_hnsw_threshold: int = Field(20_000, ge=2, description="Vectors at which one index partition turns "
                                       "from exact search into an HNSW graph.")
     index_hnsw_m: int = Field(32, ge=4, le=128, description="HNSW graph degree (links per vector).")
-    index_ef_construction: int = Field(64, ge=8, description="HNSW candidate list while inserting.")
-    index_ef_search: int = Field(96, ge=8, description="HNSW candidate list while searching (at least the number "
+    index_ef_construction: int = Field(128, ge=8, description="HNSW candidate list while inserting.")
+    index_ef_search: int = Field(256, ge=8, description="HNSW candidate list while searching (at least the number "
                                  "of results asked for).")
     index_delta_fraction: float = Field(0.25, gt=0.0, le=10.0, description="The index snapshot is rewritten when "
                                         "its append-only delta passes this fraction of its size.")

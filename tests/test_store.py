@@ -121,3 +121,36 @@ def test_joined_transaction_is_all_or_nothing(store: Store) -> None:
         assert store.search("memories", unit(8, 2)[0], 1) == [], "the index changes only after the commit"
     assert store.search("memories", unit(8, 2)[0], 1)[0][0] == ids[0]
     assert store.check_consistency()["memories"]
+
+
+def test_searches_apply_the_same_filter_as_sql(store: Store) -> None:
+    """The index's filters (partitions and metadata columns) select exactly the rows the SQL condition does."""
+    from copilot.retrieval import chunk_scope, thought_scope
+    from copilot.types import VectorFilter
+
+    rng = np.random.default_rng(11)
+    for paper, owner in (("shared1", None), ("shared2", None), ("mine", "u1"), ("theirs", "u2")):
+        store.db["papers"].insert({"id": paper, "user_id": owner, "title": paper})
+        store.insert_with_vectors("chunks", [{"paper_id": paper, "seq": i, "text": f"{paper} {i}"} for i in range(6)],
+                                  unit(int(rng.integers(1000)), 6))
+    thoughts = [{"user_id": f"u{i % 3}", "text": f"t{i}", "confidence": i / 12, "public": int(i % 4 == 0),
+                 "flagged": int(i % 5 == 0)} for i in range(12)]
+    thought_ids = store.insert_with_vectors("thoughts", thoughts, unit(21, 12))
+    with store.transaction() as conn:  # a change the index learns of only through meta_changed
+        conn.execute("UPDATE thoughts SET confidence = 0.99, public = 1 WHERE id = ?", [thought_ids[1]])
+        store.meta_changed("thoughts", [thought_ids[1]])
+    filters = [("chunks", chunk_scope("u1")), ("chunks", chunk_scope("u2", ["mine", "theirs", "shared1"])),
+               ("chunks", VectorFilter(papers=frozenset({"theirs"}))), ("chunks", chunk_scope("nobody")),
+               ("thoughts", thought_scope("u1", include_public=True, min_confidence=0.3)),
+               ("thoughts", thought_scope("u2", include_public=False, min_confidence=0.0)),
+               ("thoughts", VectorFilter(owner="u0"))]
+    for kind, where in filters:
+        expected = set(store._ids_where(kind, where))  # evaluated by SQL
+        found = store.search(kind, unit(5, 1)[0], 100, where)
+        assert {i for i, _ in found} == expected and len(expected) == store.count(kind, where), (kind, where)
+        reopened = Store(store.db_path, store.index_dir)
+        try:
+            assert reopened.search(kind, unit(5, 1)[0], 100, where) == found, "the snapshot and delta agree"
+        finally:
+            reopened.close()
+    assert store.check_consistency() == {"chunks": True, "thoughts": True, "memories": True}

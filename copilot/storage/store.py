@@ -69,10 +69,14 @@ class Store:
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
-        options = IndexOptions(hnsw_threshold=settings.index_hnsw_threshold, hnsw_m=settings.index_hnsw_m,
-                               ef_construction=settings.index_ef_construction, ef_search=settings.index_ef_search,
-                               delta_fraction=settings.index_delta_fraction)
-        return cls(settings.db_path, settings.index_dir, options)
+        return cls(settings.db_path, settings.index_dir, cls.index_options_from(settings))
+
+    @staticmethod
+    def index_options_from(settings: Settings) -> IndexOptions:
+        """The vector-index settings (``COPILOT_INDEX_*``)."""
+        return IndexOptions(hnsw_threshold=settings.index_hnsw_threshold, hnsw_m=settings.index_hnsw_m,
+                            ef_construction=settings.index_ef_construction, ef_search=settings.index_ef_search,
+                            delta_fraction=settings.index_delta_fraction)
 
     def close(self) -> None:
         with self._lock:

@@ -47,8 +47,8 @@ class IndexOptions:
 
     hnsw_threshold: int = 20_000  # a partition becomes HNSW at this many vectors
     hnsw_m: int = 32  # graph degree
-    ef_construction: int = 64
-    ef_search: int = 96  # at least the number of candidates asked for
+    ef_construction: int = 128
+    ef_search: int = 256  # at least the number of candidates asked for
     delta_fraction: float = 0.25  # rewrite the snapshot when the delta passes this fraction of it
     min_delta_bytes: int = 256 * 1024  # ...and at least this size: tiny indices are not rewritten per insert
 

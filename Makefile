@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-eval clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -34,6 +34,11 @@ bench-ingest: $(VENV)/.runtime-installed
 
 bench-thoughts: $(VENV)/.runtime-installed
 	$(PY) -m copilot.session_bench
+
+# Storage at scale (README, "Storage at scale"): 10k, 100k and 1M chunks; about 20 minutes on 2 cores.
+SCALE_SIZES ?= 10000,100000,1000000
+bench-scale: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench scale --sizes $(SCALE_SIZES) $(SCALE_ARGS)
 
 # The full evaluation (README, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
 # the embedded model. Writes report.md, report.json and plots to EVAL_OUT and records the run for the dashboard.

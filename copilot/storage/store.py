@@ -342,14 +342,15 @@ class Store:
         return counts
 
     def check_consistency(self) -> dict[str, bool]:
-        """For each vector table: do the index ids equal the ids of rows with embeddings?"""
+        """For each vector table: does the index hold exactly the rows with embeddings, each with the metadata
+        the database gives it (what the filters see)?"""
         result = {}
         with self._lock:
             for kind in VECTOR_TABLES:
                 index = self.index(kind)
-                ids, _ = self.embeddings(kind)
-                held = np.sort(index.ids()) if index is not None else np.zeros(0, dtype=np.int64)
-                result[kind] = bool(np.array_equal(held, np.sort(ids)))
+                rows = {int(r[0]): _meta(r) for r in self.conn.execute(VECTOR_META[kind])}
+                held = index.metas() if index is not None else {}
+                result[kind] = held == rows
         return result
 
     def integrity_ok(self) -> bool:

@@ -352,6 +352,19 @@ class VectorIndex:
             else:
                 self.upsert([int(item_id)], self.vector(int(item_id))[None], [meta])
 
+    def metas(self) -> dict[int, VectorMeta]:
+        """Every id held with its metadata, decoded (for consistency checks)."""
+        def text(code: float) -> str | None:
+            return None if int(code) == _NONE else self.strings[int(code)]
+        found = {}
+        for item_id, (key, position) in self.located.items():
+            part = self.partitions[key]
+            confidence = float(part.confidence.data[position])
+            found[item_id] = VectorMeta(owner=text(part.owner.data[position]), paper=text(part.paper.data[position]),
+                                        public=key == PUBLIC, confidence=None if np.isnan(confidence) else confidence,
+                                        flagged=bool(part.flagged.data[position]))
+        return found
+
     def vector(self, item_id: int) -> np.ndarray:
         key, position = self.located[int(item_id)]
         return np.array(self.partitions[key].vectors()[position])

@@ -113,7 +113,7 @@ def _memory(data_dir: str | None):  # noqa: ANN202
 @click.option("--data-dir", default=None)
 def thoughts_list(user_id: str | None, as_json: bool, data_dir: str | None) -> None:
     memory = _memory(data_dir)
-    rows = memory.list(user_id)
+    rows = [t.to_dict() for t in memory.list(user_id)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -130,10 +130,11 @@ def thoughts_list(user_id: str | None, as_json: bool, data_dir: str | None) -> N
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--data-dir", default=None)
 def thoughts_show(thought_id: int, as_json: bool, data_dir: str | None) -> None:
-    row = _memory(data_dir).get(thought_id)
-    if row is None:
+    thought = _memory(data_dir).get(thought_id)
+    if thought is None:
         click.echo(f"error: no thought #{thought_id}", err=True)
         sys.exit(1)
+    row = thought.to_dict()
     if as_json:
         click.echo(json.dumps(row, indent=2))
         return
@@ -172,7 +173,7 @@ def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: st
     from copilot.warmup import warm_up
 
     copilot = Copilot.open(_settings(data_dir))
-    if not copilot.store.db["papers"].count_where("id = ?", [paper_id]):
+    if not copilot.store.papers.exists(paper_id):
         click.echo(f"error: no paper '{paper_id}'; `python -m ingest list` shows the ids", err=True)
         sys.exit(1)
     report = warm_up(copilot, paper_id, user_id=user_id, n_abstract=n_each, n_paragraph=n_each)

@@ -7,7 +7,6 @@ sees the whole answer before the thought call starts; ``flush`` waits for the qu
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -22,7 +21,7 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel
 from copilot.retrieval import pack_context, retrieve_mixture
-from copilot.storage import Store, utc_now
+from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome
 from copilot.types import RetrievedItem, VectorFilter
 
@@ -217,12 +216,7 @@ class Copilot:
                 timings: dict[str, float]) -> int:
         retrieved = [{"kind": i.kind, "id": i.id, "depth": i.depth, "confidence": i.confidence,
                       "score": round(i.score, 4), "paper_id": i.paper_id} for i in items]
-        with self.store.transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO queries (user_id, text, answer, retrieved, thought_outcome, timings, llm_calls, "
-                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, 1, ?)",
-                [user_id, question, answer, json.dumps(retrieved), json.dumps(timings), utc_now()])
-            return int(cursor.lastrowid)
+        return self.store.queries.add(user_id, question, answer, retrieved, timings)
 
     def _write_thought(self, result: AskResult, user_id: str, public: bool = False) -> None:
         start = time.perf_counter()
@@ -236,11 +230,9 @@ class Copilot:
         """Complete the query's record with its thought outcome, timings and LLM calls."""
         outcome = result.thought
         assert outcome is not None
-        with self.store.transaction() as conn:
-            conn.execute("UPDATE queries SET thought_id = ?, thought_outcome = ?, thought_reason = ?, timings = ?, "
-                         "llm_calls = ? WHERE id = ?",
-                         [outcome.thought_id, outcome.outcome, outcome.reason, json.dumps(result.timings),
-                          result.as_dict()["llm_calls"], result.query_id])
+        self.store.queries.record_outcome(result.query_id, thought_id=outcome.thought_id, outcome=outcome.outcome,
+                                          reason=outcome.reason, timings=result.timings,
+                                          llm_calls=result.as_dict()["llm_calls"])
 
     def associative_vector(self, plain: np.ndarray, text: str) -> np.ndarray | None:
         """The combined (plain + learned association) query vector, or None when association is off."""
@@ -255,10 +247,7 @@ class Copilot:
         text = text.strip()
         if not text:
             raise ValueError("Nothing to remember.")
-        vector = self.embedder.encode_documents([text])
-        (memory_id,) = self.store.insert_with_vectors(
-            "memories", [{"user_id": user_id, "text": text, "created_at": utc_now()}], vector)
-        return memory_id
+        return self.store.memories.add(user_id, text, self.embedder.encode_documents([text]))
 
     def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5,
                query_vector: np.ndarray | None = None) -> list[dict[str, Any]]:
@@ -272,8 +261,7 @@ class Copilot:
         hits = self.store.search("memories", combined if combined is not None else plain, k, mine)
         if not hits:
             return []
-        texts = {r["id"]: r["text"] for r in self.store.db.query(
-            f"SELECT id, text FROM memories WHERE id IN ({', '.join('?' * len(hits))})", [i for i, _ in hits])}
+        texts = {m.id: m.text for m in self.store.memories.get_many([i for i, _ in hits], user_id)}
         how = "association" if combined is not None else "embedding"
         return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how} for i, score in hits]
 
@@ -283,11 +271,9 @@ class Copilot:
         """Thumbs up (+1) or down (-1) on an answer; moves the confidence of the thought made from it."""
         if value not in (1, -1):
             raise ValueError("feedback is +1 (up) or -1 (down)")
-        row = self.store.conn.execute("SELECT user_id, thought_id FROM queries WHERE id = ?", [query_id]).fetchone()
-        if row is None or row[0] != user_id:
+        query = self.store.queries.get(query_id, user_id)
+        if query is None:
             raise ValueError(f"No answer #{query_id} for this user.")
-        with self.store.transaction() as conn:
-            conn.execute("INSERT INTO feedback (query_id, user_id, value, created_at) VALUES (?, ?, ?, ?)",
-                         [query_id, user_id, value, utc_now()])
-        confidence = self.memory.apply_feedback(row[1], value) if row[1] is not None else None
-        return {"query_id": query_id, "thought_id": row[1], "confidence": confidence}
+        self.store.queries.add_feedback(query_id, user_id, value)
+        confidence = self.memory.apply_feedback(query.thought_id, value) if query.thought_id is not None else None
+        return {"query_id": query_id, "thought_id": query.thought_id, "confidence": confidence}

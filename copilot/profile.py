@@ -9,10 +9,10 @@ deadline is ..."); a cheap rule picks them out, so keeping them costs no LLM cal
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from copilot import writing_prompts as wp
-from copilot.storage import Store, utc_now
+from copilot.storage import Store
+from copilot.types import Memory, Profile
 
 MAX_PERSONA_CHARS = 1500
 MAX_SOURCE_CHARS = 200
@@ -28,16 +28,12 @@ def _clean(text: str) -> str:
     return " ".join((text or "").split())
 
 
-def get_profile(store: Store, user_id: str) -> dict[str, Any] | None:
+def get_profile(store: Store, user_id: str) -> Profile | None:
     """The user's stored persona with its source and when it was set, or None."""
-    row = store.conn.execute("SELECT user_id, persona, source, updated_at FROM profiles WHERE user_id = ?",
-                             [user_id]).fetchone()
-    if row is None:
-        return None
-    return {"user_id": row[0], "persona": row[1], "source": row[2], "updated_at": row[3]}
+    return store.profiles.get(user_id)
 
 
-def save_profile(store: Store, user_id: str, persona: str, source: str = "manual") -> dict[str, Any]:
+def save_profile(store: Store, user_id: str, persona: str, source: str = "manual") -> Profile:
     """Keep ``persona`` as the user's profile (replacing any earlier one); refuses empty or overlong text."""
     persona, source = _clean(persona), _clean(source) or "manual"
     if not user_id:
@@ -48,19 +44,13 @@ def save_profile(store: Store, user_id: str, persona: str, source: str = "manual
         raise ValueError(f"The persona is {len(persona)} characters; keep it under {MAX_PERSONA_CHARS}.")
     if len(source) > MAX_SOURCE_CHARS:
         raise ValueError(f"The profile source is longer than {MAX_SOURCE_CHARS} characters.")
-    with store.transaction() as conn:
-        conn.execute("INSERT INTO profiles (user_id, persona, source, updated_at) VALUES (?, ?, ?, ?) "
-                     "ON CONFLICT(user_id) DO UPDATE SET persona = excluded.persona, source = excluded.source, "
-                     "updated_at = excluded.updated_at", [user_id, persona, source, utc_now()])
-    profile = get_profile(store, user_id)
-    assert profile is not None
-    return profile
+    return store.profiles.save(user_id, persona, source)
 
 
 def persona_for_prompt(store: Store, user_id: str) -> str | None:
     """The persona text to put in a prompt, or None when the user has not set one."""
     profile = get_profile(store, user_id)
-    return profile["persona"] if profile and profile["persona"] else None
+    return profile.persona if profile and profile.persona else None
 
 
 def _first_sentences(text: str, max_chars: int) -> str:
@@ -133,21 +123,15 @@ def profile_from_author(copilot, author: str, *, user_id: str, arxiv_client=None
 # ----- personal memories -------------------------------------------------------------------------------
 
 
-def list_memories(store: Store, user_id: str) -> list[dict[str, Any]]:
+def list_memories(store: Store, user_id: str) -> list[Memory]:
     """The user's personal memories, newest first."""
-    rows = store.conn.execute("SELECT id, text, created_at FROM memories WHERE user_id = ? ORDER BY id DESC",
-                              [user_id]).fetchall()
-    return [{"id": r[0], "text": r[1], "created_at": r[2]} for r in rows]
+    return store.memories.list(user_id)
 
 
 def delete_memory(store_or_copilot, memory_id: int, user_id: str) -> bool:  # noqa: ANN001
     """Delete one of the user's memories with its vector; another user's memory is never touched (False)."""
     store: Store = getattr(store_or_copilot, "store", store_or_copilot)
-    with store.transaction() as conn:
-        row = conn.execute("SELECT user_id FROM memories WHERE id = ?", [int(memory_id)]).fetchone()
-        if row is None or row[0] != user_id:
-            return False
-        return store.delete_with_vectors("memories", [int(memory_id)]) == 1
+    return store.memories.delete(int(memory_id), user_id)
 
 
 _FILLER = re.compile(r"^(?:(?:also|and|but|so|well|oh|actually|btw|by the way|fyi|hi|hello|hey|ok|okay|anyway)"

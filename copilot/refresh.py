@@ -9,7 +9,6 @@ on a timer (``COPILOT_REFRESH_HOURS``) in a daemon thread.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -18,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from copilot.storage import Store, utc_now
+from copilot.types import Refresh
 from ingest.models import Progress, no_progress
 
 logger = logging.getLogger(__name__)
@@ -74,9 +74,7 @@ def normalise_categories(categories: Sequence[str]) -> list[str]:
 
 def followed_categories(store: Store, user_id: str) -> list[str]:
     """The categories ``user_id`` follows, in the order they were added."""
-    rows = store.conn.execute("SELECT category FROM follows WHERE user_id = ? ORDER BY created_at, rowid",
-                              [user_id]).fetchall()
-    return [r[0] for r in rows]
+    return store.follows.of(user_id)
 
 
 def set_followed_categories(store: Store, user_id: str, categories: Sequence[str]) -> list[str]:
@@ -84,18 +82,13 @@ def set_followed_categories(store: Store, user_id: str, categories: Sequence[str
     wanted = normalise_categories(categories)
     if len(wanted) > MAX_FOLLOWED:
         raise ValueError(f"Follow at most {MAX_FOLLOWED} categories.")
-    now = utc_now()
-    with store.transaction() as conn:
-        conn.execute("DELETE FROM follows WHERE user_id = ?", [user_id])
-        for category in wanted:
-            conn.execute("INSERT INTO follows (user_id, category, created_at) VALUES (?, ?, ?)",
-                         [user_id, category, now])
+    store.follows.replace(user_id, wanted)
     return followed_categories(store, user_id)
 
 
 def all_followed_categories(store: Store) -> list[str]:
     """Every category some user follows (what a scheduled refresh pulls)."""
-    return [r[0] for r in store.conn.execute("SELECT DISTINCT category FROM follows ORDER BY category")]
+    return store.follows.categories()
 
 
 # ----- refreshing --------------------------------------------------------------------------------------
@@ -173,27 +166,14 @@ def refresh_followed(library, *, max_per_category: int = 5,  # noqa: ANN001
 
 
 def _record(store: Store, result: RefreshResult) -> int:
-    with store.transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO refreshes (user_id, categories, added, skipped, errors, started_at, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [result.user_id, json.dumps(result.categories), json.dumps(result.added), result.skipped,
-             json.dumps(result.errors), result.started_at, result.finished_at])
-        return int(cursor.lastrowid)
+    return store.refreshes.add(user_id=result.user_id, categories=result.categories, added=result.added,
+                               skipped=result.skipped, errors=result.errors, started_at=result.started_at,
+                               finished_at=result.finished_at)
 
 
-def last_refresh(store: Store, user_id: str | None = None) -> dict[str, Any] | None:
+def last_refresh(store: Store, user_id: str | None = None) -> Refresh | None:
     """The newest refresh the user ran or the scheduler ran for everyone (any refresh when ``user_id`` is None)."""
-    scope, args = ("WHERE user_id = ? OR user_id IS NULL", [user_id]) if user_id is not None else ("", [])
-    row = store.conn.execute(
-        f"SELECT id, user_id, categories, added, skipped, errors, started_at, finished_at FROM refreshes {scope} "
-        "ORDER BY id DESC LIMIT 1", args).fetchone()
-    if row is None:
-        return None
-    added = json.loads(row[3] or "[]")
-    return {"id": row[0], "user_id": row[1], "categories": json.loads(row[2] or "[]"), "added": added,
-            "n_added": len(added), "skipped": row[4], "errors": json.loads(row[5] or "[]"), "started_at": row[6],
-            "finished_at": row[7]}
+    return store.refreshes.last(user_id)
 
 
 # ----- on a timer --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from copilot.storage import Store, from_blob
+from copilot.storage import Store
 from copilot.types import PackedContext, RetrievedItem, VectorFilter
 
 CANDIDATE_FACTOR = 5
@@ -31,32 +31,19 @@ def thought_scope(user_id: str, *, include_public: bool, min_confidence: float) 
 
 def chunk_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
     """Search hits (chunk id, score) as retrieved items with their paper's title, and their vectors."""
-    if not hits:
-        return []
     scores = dict(hits)
-    marks = ", ".join("?" * len(hits))
-    rows = store.conn.execute(
-        f"""SELECT c.id, c.text, c.paper_id, c.section, c.page_start, c.page_end, c.n_tokens, c.embedding, p.title
-            FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.id IN ({marks})""",
-        list(scores),
-    ).fetchall()
     return [
-        (RetrievedItem("chunk", r[0], r[1], scores[r[0]], depth=0, paper_id=r[2], section=r[3], page_start=r[4],
-                       page_end=r[5], n_tokens=r[6] or 0, paper_title=r[8]), from_blob(r[7]))
-        for r in rows
+        (RetrievedItem("chunk", c.id, c.text, scores[c.id], depth=0, paper_id=c.paper_id, section=c.section,
+                       page_start=c.page_start, page_end=c.page_end, n_tokens=c.n_tokens or 0,
+                       paper_title=c.paper_title), c.vector)
+        for c in store.chunks.get_many(list(scores))
     ]
 
 
 def _thought_items(store: Store, hits: list[tuple[int, float]]) -> list[tuple[RetrievedItem, np.ndarray]]:
-    if not hits:
-        return []
     scores = dict(hits)
-    marks = ", ".join("?" * len(hits))
-    rows = store.conn.execute(
-        f"SELECT id, text, depth, confidence, embedding FROM thoughts WHERE id IN ({marks})", list(scores)
-    ).fetchall()
-    return [(RetrievedItem("thought", r[0], r[1], scores[r[0]], depth=r[2] or 1, confidence=r[3]), from_blob(r[4]))
-            for r in rows]
+    return [(RetrievedItem("thought", t.id, t.text, scores[t.id], depth=t.depth or 1, confidence=t.confidence),
+             t.vector) for t in store.thoughts.get_many(list(scores))]
 
 
 def retrieve_mixture(

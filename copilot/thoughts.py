@@ -9,7 +9,6 @@ records which chunks and thoughts it came from and its abstraction depth: 1 + th
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -21,8 +20,8 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel, ChoiceProbe, LLMError, extract_json_object
 from copilot.llm.json_reply import NoJSONObject
-from copilot.storage import Store, from_blob, utc_now
-from copilot.types import RetrievedItem, VectorFilter
+from copilot.storage import Store
+from copilot.types import RetrievedItem, Thought, ThoughtSource, VectorFilter
 
 MIN_THOUGHT_WORDS = 6
 THOUGHT_MAX_TOKENS = 120
@@ -47,8 +46,6 @@ _CHITCHAT = re.compile(r"^\s*(i'?m glad|i am glad|you'?ve|you have|thank|sure\b|
 MIN_THOUGHT_QUESTION_COSINE = 0.1
 # One clause that ends in a colon ("The answer to this question is:") announces knowledge it never gives.
 _LEAD_IN = re.compile(r"^[^.!?\n]{0,120}:\s*$")
-# What reading a thought returns (everything but its embedding).
-_COLUMNS = "id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at"
 _CITATION = re.compile(r"\[(\d{1,2})\]")
 
 
@@ -206,119 +203,86 @@ class ThoughtMemory:
         if question_vector is not None and float(question_vector @ vector) < MIN_THOUGHT_QUESTION_COSINE:
             return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base)
         sources = cited_items(answer, items)
-        chunk_vectors = self._vectors("chunks", [s.id for s in sources if s.kind == "chunk"])
+        chunk_vectors = self.store.chunks.vectors([s.id for s in sources if s.kind == "chunk"])
         if len(chunk_vectors) and float(np.max(chunk_vectors @ vector)) > self.settings.restatement_threshold:
             return ThoughtOutcome("dropped", "restatement: the thought only repeats one source chunk", **base)
         target = self._merge_target(user_id, vector)
         if target is not None:
             # A thought rebuilt from the very thought it merges into adds no abstraction level.
-            others = [s for s in sources if not (s.kind == "thought" and s.id == target["id"])]
+            others = [s for s in sources if not (s.kind == "thought" and s.id == target.id)]
             return self._merge(target, text, vector, confidence, 1 + max((s.depth for s in others), default=0),
                                sources)
         return self._add(user_id, text, vector, confidence, 1 + max((s.depth for s in sources), default=0),
                          sources, public)
 
-    def _vectors(self, kind: str, ids: list[int]) -> np.ndarray:
-        if not ids:
-            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        marks = ", ".join("?" * len(ids))
-        rows = self.store.conn.execute(f"SELECT embedding FROM {kind} WHERE id IN ({marks})", ids).fetchall()
-        return np.stack([from_blob(r[0]) for r in rows]) if rows else np.zeros((0, self.embedder.dimension))
-
-    def _merge_target(self, user_id: str, vector: np.ndarray) -> dict | None:
+    def _merge_target(self, user_id: str, vector: np.ndarray) -> Thought | None:
         """The user's stored thought closest to ``vector``, if closer than the merge threshold."""
         hits = self.store.search("thoughts", vector, 1, VectorFilter(owner=user_id))
         if hits and hits[0][1] > self.settings.merge_threshold:
-            return dict(self.store.db["thoughts"].get(hits[0][0]))
+            return self.store.thoughts.get(hits[0][0])
         return None
-
-    def _provenance_rows(self, thought_id: int, sources: list[RetrievedItem]) -> list[tuple[int, str, int]]:
-        return [(thought_id, s.kind, s.id) for s in sources if not (s.kind == "thought" and s.id == thought_id)]
 
     def _add(self, user_id: str, text: str, vector: np.ndarray, confidence: float, depth: int,
              sources: list[RetrievedItem], public: bool) -> ThoughtOutcome:
-        now = utc_now()
-        record = {"user_id": user_id, "text": text, "confidence": confidence, "support": 1, "depth": depth,
-                  "public": int(public), "flagged": 0, "created_at": now, "updated_at": now}
-        with self.store.transaction() as conn:
-            (thought_id,) = self.store.insert_with_vectors("thoughts", [record], vector[None])
-            conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
-                             "VALUES (?, ?, ?)", self._provenance_rows(thought_id, sources))
+        thought_id = self.store.thoughts.add(user_id=user_id, text=text, confidence=confidence, depth=depth,
+                                             public=public, vector=vector, sources=_edges(sources))
         return ThoughtOutcome("added", "", thought_id, depth, round(confidence, 3), text,
                               sources=[{"kind": s.kind, "id": s.id, "depth": s.depth} for s in sources])
 
-    def _merge(self, target: dict, text: str, vector: np.ndarray, confidence: float, depth: int,
+    def _merge(self, target: Thought, text: str, vector: np.ndarray, confidence: float, depth: int,
                sources: list[RetrievedItem]) -> ThoughtOutcome:
         """Support +1, confidence max, provenance union; the more confident (then longer) text is kept."""
-        thought_id = int(target["id"])
-        old_conf = float(target["confidence"] or 0.0)
-        new_is_better = (confidence, len(text)) > (old_conf, len(target["text"] or ""))
-        fields = {"support": int(target["support"] or 1) + 1, "confidence": max(old_conf, confidence),
-                  "depth": max(int(target["depth"] or 1), depth) if new_is_better else int(target["depth"] or 1),
-                  "updated_at": utc_now()}
-        with self.store.transaction() as conn:
-            if new_is_better:
-                self.store.update_vector("thoughts", thought_id, fields | {"text": text}, vector)
-            else:
-                assignments = ", ".join(f"{k} = ?" for k in fields)
-                conn.execute(f"UPDATE thoughts SET {assignments} WHERE id = ?", [*fields.values(), thought_id])
-                self.store.meta_changed("thoughts", [thought_id])
-            conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
-                             "VALUES (?, ?, ?)", self._provenance_rows(thought_id, sources))
-        kept = text if new_is_better else target["text"]
-        return ThoughtOutcome("merged", f"merged into thought #{thought_id} (support {fields['support']})",
-                              thought_id, fields["depth"], round(fields["confidence"], 3), kept,
+        thought_id = target.id
+        old_conf = float(target.confidence or 0.0)
+        new_is_better = (confidence, len(text)) > (old_conf, len(target.text or ""))
+        support = int(target.support or 1) + 1
+        merged_confidence = max(old_conf, confidence)
+        merged_depth = max(int(target.depth or 1), depth) if new_is_better else int(target.depth or 1)
+        self.store.thoughts.merge(thought_id, support=support, confidence=merged_confidence, depth=merged_depth,
+                                  sources=_edges(sources), text=text if new_is_better else None,
+                                  vector=vector if new_is_better else None)
+        kept = text if new_is_better else target.text
+        return ThoughtOutcome("merged", f"merged into thought #{thought_id} (support {support})",
+                              thought_id, merged_depth, round(merged_confidence, 3), kept,
                               sources=[{"kind": s.kind, "id": s.id, "depth": s.depth} for s in sources])
 
     # ----- feedback, reading, deleting ---------------------------------------------------------------
 
     def apply_feedback(self, thought_id: int, value: int) -> float | None:
         """Thumbs up raises the thought's confidence, thumbs down lowers it; returns the new confidence."""
-        rows = list(self.store.db["thoughts"].rows_where("id = ?", [thought_id]))
-        if not rows:
+        thought = self.store.thoughts.get(thought_id)
+        if thought is None:
             return None  # the thought was deleted meanwhile
-        row = rows[0]
         step = FEEDBACK_UP if value > 0 else -FEEDBACK_DOWN
-        confidence = _clamp(float(row["confidence"] or 0.0) + step)
-        with self.store.transaction() as conn:
-            conn.execute("UPDATE thoughts SET confidence = ?, updated_at = ? WHERE id = ?",
-                         [confidence, utc_now(), thought_id])
-            self.store.meta_changed("thoughts", [thought_id])
+        confidence = _clamp(float(thought.confidence or 0.0) + step)
+        self.store.thoughts.set_confidence(thought_id, confidence)
         return confidence
 
-    def get(self, thought_id: int, user_id: str | None = None) -> dict[str, Any] | None:
-        rows = list(self.store.db.query(f"SELECT {_COLUMNS} FROM thoughts WHERE id = ?", [thought_id]))
-        if not rows or (user_id is not None and rows[0]["user_id"] != user_id and not rows[0]["public"]):
-            return None
-        row = rows[0]
-        row["sources"] = list(self.store.db.query(
-            "SELECT source_kind AS kind, source_id AS id FROM thought_sources WHERE thought_id = ? "
-            "ORDER BY source_kind, source_id", [thought_id]))
-        return row
+    def get(self, thought_id: int, user_id: str | None = None) -> Thought | None:
+        """The thought with its sources, if ``user_id`` may read it (their own, or public)."""
+        return self.store.thoughts.visible(thought_id, user_id, sources=True)
 
-    def list(self, user_id: str | None = None) -> list[dict[str, Any]]:
-        where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        return list(self.store.db.query(f"SELECT {_COLUMNS} FROM thoughts {where} ORDER BY id", params))
+    def list(self, user_id: str | None = None) -> list[Thought]:
+        return self.store.thoughts.list(user_id)
 
     def delete(self, thought_id: int, user_id: str | None = None) -> bool:
         """Delete a thought (only its owner may); provenance pointing at it goes too."""
-        row = self.store.conn.execute("SELECT user_id FROM thoughts WHERE id = ?", [thought_id]).fetchone()
-        if row is None or (user_id is not None and row[0] != user_id):
+        thought = self.store.thoughts.get(thought_id)
+        if thought is None or (user_id is not None and thought.user_id != user_id):
             return False
-        with self.store.transaction() as conn:
-            conn.execute("DELETE FROM thought_sources WHERE thought_id = ? OR (source_kind = 'thought' AND "
-                         "source_id = ?)", [thought_id, thought_id])
-            self.store.delete_with_vectors("thoughts", [thought_id])
+        self.store.thoughts.delete(thought_id)
         return True
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """Counts by depth and the share of retrieved items that were thoughts (utilisation)."""
-        where, params = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        by_depth = {int(r[0]): int(r[1]) for r in self.store.conn.execute(
-            f"SELECT depth, COUNT(*) FROM thoughts {where} GROUP BY depth", params)}
-        retrieved = [json_items for (json_items,) in self.store.conn.execute(
-            f"SELECT retrieved FROM queries {where}", params) if json_items]
-        kinds = [item["kind"] for items in retrieved for item in json.loads(items)]
+        by_depth = self.store.thoughts.count_by_depth(user_id)
+        retrieved = self.store.queries.retrieved(user_id)
+        kinds = [item["kind"] for items in retrieved for item in items]
         return {"thoughts": sum(by_depth.values()), "by_depth": by_depth,
                 "utilisation": round(kinds.count("thought") / len(kinds), 3) if kinds else 0.0,
                 "queries": len(retrieved)}
+
+
+def _edges(sources: list[RetrievedItem]) -> list[ThoughtSource]:
+    """The provenance edges of a thought built from these retrieved items."""
+    return [ThoughtSource(s.kind, s.id) for s in sources]

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from copilot import writing_prompts as wp
-from copilot.storage import from_blob
+from copilot.types import Paper
 from copilot.writing import (
     CITATION_MARKER,
     Citation,
     DraftError,
     body_chunks,
-    citation_from_row,
+    citation_from_paper,
     citation_numbers,
     cite_mentions,
     generate,
@@ -193,16 +193,16 @@ def extract_keywords(texts: list[str], k: int = N_KEYWORDS) -> list[str]:
 
 
 def _paper_vector(store, paper_id: str) -> np.ndarray | None:  # noqa: ANN001
-    rows = store.conn.execute("SELECT embedding FROM chunks WHERE paper_id = ? AND section != 'References'",
-                              [paper_id]).fetchall()
-    if not rows:
+    vectors = [c.vector for c in store.chunks.of_paper(paper_id, vectors=True)
+               if c.section is not None and c.section != "References"]
+    if not vectors:
         return None
-    mean = np.stack([from_blob(r[0]) for r in rows]).mean(axis=0)
+    mean = np.stack(vectors).mean(axis=0)
     return mean / (np.linalg.norm(mean) or 1.0)
 
 
 def recent_papers(copilot, *, user_id: str, persona: str | None, paper_ids: list[str] | None,  # noqa: ANN001
-                  max_papers: int) -> list[dict[str, Any]]:
+                  max_papers: int) -> list[Paper]:
     """The newest papers ``user_id`` may see (by publication date, else when they were added).
 
     With a persona and more candidates than room, the three times ``max_papers`` newest are ranked by how close
@@ -211,32 +211,32 @@ def recent_papers(copilot, *, user_id: str, persona: str | None, paper_ids: list
     papers = library_for(copilot).list(user_id)
     if paper_ids:
         wanted = {p.strip() for p in paper_ids if p.strip()}
-        unknown = wanted - {p["id"] for p in papers}
+        unknown = wanted - {p.id for p in papers}
         if unknown:
             raise DraftError(f"No paper {', '.join(sorted(repr(u) for u in unknown))} in your library.")
-        papers = [p for p in papers if p["id"] in wanted]
-    papers.sort(key=lambda p: (p.get("published") or p.get("added_at") or "", p.get("added_at") or ""), reverse=True)
+        papers = [p for p in papers if p.id in wanted]
+    papers.sort(key=lambda p: (p.published or p.added_at or "", p.added_at or ""), reverse=True)
     candidates = papers[:3 * max_papers]
     if persona and len(candidates) > max_papers:
         query = copilot.embedder.encode_query(persona)
-        vectors = {p["id"]: _paper_vector(copilot.store, p["id"]) for p in candidates}
+        vectors = {p.id: _paper_vector(copilot.store, p.id) for p in candidates}
         closeness = {pid: float(v @ query) if v is not None else -1.0 for pid, v in vectors.items()}
         keep = set(sorted(closeness, key=closeness.get, reverse=True)[:max_papers])
-        candidates = [p for p in candidates if p["id"] in keep]
-    return candidates[:max_papers]
+        candidates = [p for p in candidates if p.id in keep]
+    found = [copilot.store.papers.get(p.id) for p in candidates[:max_papers]]
+    return [p for p in found if p is not None]
 
 
-def _paper_text(copilot, paper: dict[str, Any]) -> str:  # noqa: ANN001
+def _paper_text(copilot, paper: Paper) -> str:  # noqa: ANN001
     """Title and abstract; a paper without an abstract lends its first body chunks instead."""
-    row = copilot.store.db["papers"].get(paper["id"])
-    text = row["abstract"] or " ".join(c["text"] for c in body_chunks(copilot.store, paper["id"])[:3])
-    return f"{row['title'] or ''}. {text}"
+    text = paper.abstract or " ".join(c.text for c in body_chunks(copilot.store, paper.id)[:3])
+    return f"{paper.title or ''}. {text}"
 
 
-def _paper_entry(citation: Citation, paper: dict[str, Any]) -> dict[str, Any]:
+def _paper_entry(citation: Citation, paper: Paper) -> dict[str, Any]:
     """A paper of the list shown with the ideas: its citation, its dates, and its reference-list line."""
     return {"n": citation.n, "paper_id": citation.paper_id, "title": citation.title, "authors": citation.authors,
-            "year": citation.year, "published": paper.get("published"), "added_at": paper.get("added_at"),
+            "year": citation.year, "published": paper.published, "added_at": paper.added_at,
             "url": citation.url, "reference": citation.reference()}
 
 
@@ -316,7 +316,7 @@ def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: l
     shown = [truncate_tokens(t, budget, copilot.llm.count_tokens) for t in texts]
     reply, calls = generate(copilot, wp.IDEAS_SYSTEM, wp.ideas_user(persona, shown, keywords),
                             max_tokens=IDEAS_MAX_TOKENS, shots=[wp.IDEAS_SHOT])
-    citations = [citation_from_row(n, p) for n, p in enumerate(papers, start=1)]
+    citations = [citation_from_paper(n, p) for n, p in enumerate(papers, start=1)]
     ideas = parse_ideas(reply, citations)
     timings["ideas_ms"] = round(1000 * (time.perf_counter() - t1), 1)
     timings["total_ms"] = round(1000 * (time.perf_counter() - start), 1)

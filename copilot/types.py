@@ -1,9 +1,18 @@
-"""The engine's data model: what retrieval returns and what an answer cites."""
+"""The data model: the records the repositories of :mod:`copilot.storage` return, what retrieval returns and
+what an answer cites.
+
+Records are plain dataclasses, never rows: a SQLite row and a PostgreSQL row read back as the same object, and
+JSON fields (authors, sections, timings, ...) arrive parsed. Turning a record into the dict a JSON or Gradio
+output shows happens where that output is made.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ItemKind = Literal["chunk", "thought"]
 
@@ -77,3 +86,207 @@ class VectorMeta:
     public: bool = False
     confidence: float | None = None
     flagged: bool = False
+
+
+# ----- papers and their chunks -------------------------------------------------------------------------
+
+
+@dataclass
+class Paper:
+    """One paper of the library with everything parsing and arXiv told about it.
+
+    ``user_id`` None marks a shared arXiv paper (everyone sees it); an upload belongs to its user. Fields are in
+    the order the ``papers`` table holds them, so a paper shown as a dict reads as the table does.
+    """
+
+    id: str
+    user_id: str | None = None
+    source: str | None = None
+    arxiv_id: str | None = None
+    version: str | None = None
+    title: str | None = None
+    authors: list[str] = field(default_factory=list)
+    abstract: str | None = None
+    categories: list[str] = field(default_factory=list)
+    published: str | None = None
+    updated: str | None = None
+    pdf_url: str | None = None
+    doi: str | None = None
+    journal_ref: str | None = None
+    file_hash: str | None = None
+    pdf_path: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # arXiv comment and primary category
+    added_at: str | None = None
+    n_pages: int | None = None
+    sections: list[dict[str, Any]] = field(default_factory=list)  # title, level, pages, offsets
+    warnings: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    n_chunks: int = 0
+
+    @property
+    def shared(self) -> bool:
+        return self.user_id is None
+
+
+@dataclass
+class PaperSummary:
+    """One line of the library listing: what a table of papers shows, without the parsed structure."""
+
+    id: str
+    title: str | None
+    source: str | None
+    arxiv_id: str | None
+    version: str | None
+    authors: list[str]
+    published: str | None
+    n_pages: int | None
+    user_id: str | None
+    added_at: str | None
+    n_chunks: int
+
+    @property
+    def shared(self) -> bool:
+        return self.user_id is None
+
+
+@dataclass
+class Chunk:
+    """A retrievable piece of a paper: it keeps exactly where it comes from, for citations.
+
+    Chunking makes it without ``id``; a chunk read back from storage has its ``id``, its ``vector`` when the
+    read asked for it, and its paper's title when read with its paper.
+    """
+
+    paper_id: str
+    seq: int
+    section: str
+    text: str
+    page_start: int
+    page_end: int
+    char_start: int  # offset in ParsedPaper.text
+    char_end: int
+    n_tokens: int
+    id: int | None = None
+    vector: np.ndarray | None = field(default=None, repr=False, compare=False)
+    paper_title: str | None = None
+
+
+# ----- thoughts and their provenance -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThoughtSource:
+    """One provenance edge: a thought was built from this chunk or thought."""
+
+    kind: ItemKind
+    id: int
+
+
+@dataclass
+class Thought:
+    """A distilled finding of one user (public ones are in the opt-in pool that everyone may retrieve)."""
+
+    id: int
+    user_id: str | None
+    text: str
+    confidence: float | None
+    support: int | None
+    depth: int | None
+    public: bool
+    flagged: bool  # a paper it was built from was removed
+    created_at: str | None
+    updated_at: str | None
+    sources: list[ThoughtSource] | None = None  # read only when asked for
+    vector: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The thought as JSON shows it: the table's columns (flags as 0/1), then its sources when read."""
+        out: dict[str, Any] = {"id": self.id, "user_id": self.user_id, "text": self.text,
+                               "confidence": self.confidence, "support": self.support, "depth": self.depth,
+                               "public": int(self.public), "flagged": int(self.flagged),
+                               "created_at": self.created_at, "updated_at": self.updated_at}
+        if self.sources is not None:
+            out["sources"] = [{"kind": s.kind, "id": s.id} for s in self.sources]
+        return out
+
+
+# ----- the user: memories, profile, questions, feedback, follows ---------------------------------------
+
+
+@dataclass
+class Memory:
+    """Something a user said about themselves, kept to personalise answers; only they ever see it."""
+
+    id: int
+    user_id: str
+    text: str
+    created_at: str | None
+
+
+@dataclass
+class Profile:
+    """A user's research persona and where it came from (typed, pasted text, an arXiv author)."""
+
+    user_id: str
+    persona: str
+    source: str | None
+    updated_at: str | None
+
+
+@dataclass
+class Query:
+    """One answered question, what was retrieved for it and what became of its thought."""
+
+    id: int
+    user_id: str
+    text: str
+    answer: str | None
+    retrieved: list[dict[str, Any]]
+    thought_id: int | None
+    thought_outcome: str | None  # "pending" until the background worker has written the thought
+    thought_reason: str | None
+    timings: dict[str, float]
+    llm_calls: int | None
+    created_at: str | None
+
+
+@dataclass
+class Feedback:
+    """A thumbs up (+1) or down (-1) on an answer."""
+
+    id: int
+    query_id: int
+    user_id: str
+    value: int
+    created_at: str | None
+
+
+@dataclass
+class Refresh:
+    """One recorded library refresh: the categories asked for, papers added, papers skipped, failures."""
+
+    id: int
+    user_id: str | None  # None: the scheduled refresh, for everyone
+    categories: list[str]
+    added: list[str]
+    skipped: int
+    errors: list[str]
+    started_at: str | None
+    finished_at: str | None
+
+    @property
+    def n_added(self) -> int:
+        return len(self.added)
+
+
+@dataclass
+class EvalRun:
+    """One task of one stored evaluation run; ``report`` is that task's summary."""
+
+    id: int
+    task: str
+    methods: list[str]
+    started_at: str | None
+    finished_at: str | None
+    path: str | None
+    report: dict[str, Any]

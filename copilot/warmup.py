@@ -57,12 +57,13 @@ def warm_up(copilot, paper_id: str, *, user_id: str, n_abstract: int = 5, n_para
             seed: int = 0, progress: Callable[[float, str], None] | None = None) -> WarmupReport:
     """Ask simulated questions about ``paper_id`` through ``copilot`` (a :class:`copilot.engine.Copilot`)."""
     store = copilot.store
-    paper = store.db["papers"].get(paper_id)
-    body = [r["text"] for r in store.db.query(
-        "SELECT text FROM chunks WHERE paper_id = ? AND section != 'Abstract' ORDER BY seq", [paper_id])]
+    paper = store.papers.get(paper_id)
+    if paper is None:
+        raise ValueError(f"No paper '{paper_id}' in the library.")
+    body = [c.text for c in store.chunks.of_paper(paper_id) if c.section is not None and c.section != "Abstract"]
     report = WarmupReport(paper_id)
     questions, calls = simulated_questions(
-        copilot.llm, prompts.warmup_from_abstract(paper["title"] or "", paper["abstract"] or "", n_abstract),
+        copilot.llm, prompts.warmup_from_abstract(paper.title or "", paper.abstract or "", n_abstract),
         n_abstract)
     report.llm_calls += calls
     if body and n_paragraph:

@@ -10,12 +10,11 @@ as citations. Users draft only over papers they may see (public arXiv papers and
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,8 +22,8 @@ import numpy as np
 from copilot import writing_prompts as wp
 from copilot.engine import stream_until_repeating
 from copilot.retrieval import chunk_items
-from copilot.storage import Store, from_blob
-from copilot.types import RetrievedItem, VectorFilter
+from copilot.storage import Store
+from copilot.types import Chunk, Paper, RetrievedItem, VectorFilter
 from ingest.models import abs_url
 
 DRAFT_MAX_TOKENS = 300
@@ -144,18 +143,6 @@ class Draft:
 # ----- papers and citations ------------------------------------------------------------------------------
 
 
-def _authors(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(a) for a in value]
-    if not value:
-        return []
-    try:
-        parsed = json.loads(value)
-    except (TypeError, ValueError):
-        return [str(value)]
-    return [str(a) for a in parsed] if isinstance(parsed, list) else [str(parsed)]
-
-
 def author_line(authors: list[str]) -> str:
     """"A", "A and B", or "A, B et al." — how a reference list names the authors."""
     if len(authors) <= 2:
@@ -168,23 +155,16 @@ def year_of(published: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def citation_from_row(n: int, row: dict[str, Any], *, origin: str = "library") -> Citation:
-    """A citation for a paper row (the ``papers`` table, or a search result shaped like one)."""
-    authors = _authors(row.get("authors"))
-    arxiv_id = row.get("arxiv_id") or None
-    doi = row.get("doi") or None
+def citation_from_paper(n: int, paper: Paper, *, origin: str = "library") -> Citation:
+    """A citation for a paper of the library (or an arXiv search result read as one)."""
+    authors = [str(a) for a in paper.authors]
+    arxiv_id = paper.arxiv_id or None
+    doi = paper.doi or None
     url = abs_url(arxiv_id) or (f"https://doi.org/{doi}" if doi else None)
-    meta = row.get("meta")
-    if isinstance(meta, str) and meta:
-        try:
-            meta = json.loads(meta)
-        except ValueError:
-            meta = {}
-    category = row.get("primary_category") or (meta or {}).get("primary_category") or None
-    return Citation(n=n, paper_id=row["id"], title=" ".join((row.get("title") or row["id"]).split()),
-                    authors=author_line(authors), year=year_of(row.get("published")), url=url, author_list=authors,
-                    arxiv_id=arxiv_id, doi=doi, venue=row.get("journal_ref") or None, category=category,
-                    origin=origin)
+    return Citation(n=n, paper_id=paper.id, title=" ".join((paper.title or paper.id).split()),
+                    authors=author_line(authors), year=year_of(paper.published), url=url, author_list=authors,
+                    arxiv_id=arxiv_id, doi=doi, venue=paper.journal_ref or None,
+                    category=paper.meta.get("primary_category") or None, origin=origin)
 
 
 def citation_numbers(group: str) -> list[int]:
@@ -325,8 +305,8 @@ def library_for(copilot):  # noqa: ANN001, ANN202 - an ingest.library.Library ov
     return Library.open(copilot.settings, store=copilot.store, embedder=copilot.embedder)
 
 
-def visible_paper(copilot, paper_ref: str, user_id: str) -> dict[str, Any]:  # noqa: ANN001
-    """The paper row for ``paper_ref`` if ``user_id`` may see it (arXiv papers are public, uploads are owned)."""
+def visible_paper(copilot, paper_ref: str, user_id: str) -> Paper:  # noqa: ANN001
+    """The paper for ``paper_ref`` if ``user_id`` may see it (arXiv papers are public, uploads are owned)."""
     from ingest.errors import IngestError
 
     try:
@@ -336,23 +316,19 @@ def visible_paper(copilot, paper_ref: str, user_id: str) -> dict[str, Any]:  # n
 
 
 def visible_paper_ids(copilot, user_id: str) -> list[str]:  # noqa: ANN001
-    return [p["id"] for p in library_for(copilot).list(user_id)]
+    return [p.id for p in library_for(copilot).list(user_id)]
 
 
-def _chunk_rows(store: Store, paper_id: str) -> list[dict[str, Any]]:
-    return list(store.db.query("SELECT id, seq, section, text, n_tokens, embedding FROM chunks WHERE paper_id = ? "
-                               "ORDER BY seq", [paper_id]))
-
-
-def body_chunks(store: Store, paper_id: str) -> list[dict[str, Any]]:
-    """The paper's own content: no abstract, and nothing from the reference list on (appendices follow it)."""
+def body_chunks(store: Store, paper_id: str) -> list[Chunk]:
+    """The paper's own content with its vectors: no abstract, and nothing from the reference list on
+    (appendices follow it)."""
     kept = []
-    for row in _chunk_rows(store, paper_id):
-        section = row["section"] or ""
+    for chunk in store.chunks.of_paper(paper_id, vectors=True):
+        section = chunk.section or ""
         if _END_OF_BODY.match(section):
             break
         if not _SKIPPED_SECTION.match(section):
-            kept.append(row)
+            kept.append(chunk)
     return kept
 
 
@@ -390,8 +366,7 @@ def truncate_tokens(text: str, budget: int, count_tokens: Callable[[str], int]) 
     return " ".join(words[:keep]) + " …"
 
 
-def select_excerpts(chunks: list[dict[str, Any]], budget: int, count_tokens: Callable[[str], int]
-                    ) -> list[dict[str, Any]]:
+def select_excerpts(chunks: list[Chunk], budget: int, count_tokens: Callable[[str], int]) -> list[Chunk]:
     """The chunks that best stand for the whole paper within ``budget`` tokens, in reading order.
 
     A chunk scores its cosine to the centroid of all body chunks (how central it is), plus a bonus for opening
@@ -400,7 +375,7 @@ def select_excerpts(chunks: list[dict[str, Any]], budget: int, count_tokens: Cal
     """
     if not chunks:
         return []
-    vectors = np.stack([from_blob(c["embedding"]) for c in chunks])
+    vectors = np.stack([c.vector for c in chunks])
     centroid = vectors.mean(axis=0)
     centroid /= np.linalg.norm(centroid) or 1.0
     centrality = vectors @ centroid
@@ -408,17 +383,17 @@ def select_excerpts(chunks: list[dict[str, Any]], budget: int, count_tokens: Cal
     scores = []
     for chunk, central in zip(chunks, centrality, strict=True):
         bonus = 0.0
-        if chunk["section"] not in seen_sections:
-            seen_sections.add(chunk["section"])
-            bonus = 0.3 if _KEY_SECTION.search(chunk["section"] or "") else 0.1
+        if chunk.section not in seen_sections:
+            seen_sections.add(chunk.section)
+            bonus = 0.3 if _KEY_SECTION.search(chunk.section or "") else 0.1
         scores.append(float(central) + bonus)
     chosen, used = [], 0
     for i in sorted(range(len(chunks)), key=lambda i: -scores[i]):
-        tokens = count_tokens(chunks[i]["text"])
+        tokens = count_tokens(chunks[i].text)
         if used + tokens <= budget:
             chosen.append(chunks[i])
             used += tokens
-    return sorted(chosen, key=lambda c: c["seq"])
+    return sorted(chosen, key=lambda c: c.seq)
 
 
 # ----- the one LLM call --------------------------------------------------------------------------------
@@ -494,37 +469,36 @@ def draft_abstract(copilot, paper_id: str, *, user_id: str, on_text: OnText | No
     """
     start = time.perf_counter()
     paper = visible_paper(copilot, paper_id, user_id)
-    chunks = body_chunks(copilot.store, paper["id"])
+    chunks = body_chunks(copilot.store, paper.id)
     if not chunks:
-        raise DraftError(f"Paper '{paper['id']}' has no body text to write an abstract from.")
-    real_abstract = paper.get("abstract") or ""
-    abstract_chunks = " ".join(r["text"] for r in _chunk_rows(copilot.store, paper["id"]) if r["section"] == "Abstract")
+        raise DraftError(f"Paper '{paper.id}' has no body text to write an abstract from.")
+    real_abstract = paper.abstract or ""
+    abstract_chunks = " ".join(c.text for c in copilot.store.chunks.of_paper(paper.id) if c.section == "Abstract")
     banned = f"{real_abstract} {abstract_chunks}"
-    for chunk in chunks:
-        chunk["text"] = scrub_sentences(chunk["text"], banned)
-    chunks = [c for c in chunks if len(c["text"].split()) >= 8]
+    chunks = [replace(c, text=scrub_sentences(c.text, banned)) for c in chunks]
+    chunks = [c for c in chunks if len(c.text.split()) >= 8]
     excerpts = select_excerpts(chunks, copilot.settings.context_budget_tokens, copilot.llm.count_tokens)
     if not excerpts:
-        raise DraftError(f"Paper '{paper['id']}' has no body text to write an abstract from.")
+        raise DraftError(f"Paper '{paper.id}' has no body text to write an abstract from.")
     timings = {"select_ms": _ms(start)}
     t1 = time.perf_counter()
-    title = paper.get("title") or paper["id"]
+    title = paper.title or paper.id
     reply, calls = generate(copilot, wp.ABSTRACT_SYSTEM,
-                            wp.abstract_user(title, [f"({c['section']}) {c['text']}" for c in excerpts]),
+                            wp.abstract_user(title, [f"({c.section}) {c.text}" for c in excerpts]),
                             on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
-    return _finish("abstract", title, reply, calls, [citation_from_row(1, paper)], timings, [], cite=False)
+    return _finish("abstract", title, reply, calls, [citation_from_paper(1, paper)], timings, [], cite=False)
 
 
-def _paper_summary(copilot, paper: dict[str, Any], budget: int) -> str:  # noqa: ANN001
+def _paper_summary(copilot, paper: Paper, budget: int) -> str:  # noqa: ANN001
     """How a paper is shown as one numbered source: title, year, then its abstract (or central body text)."""
-    year = year_of(paper.get("published"))
-    head = f"{paper.get('title') or paper['id']}{f' ({year})' if year else ''}."
-    text = paper.get("abstract") or ""
+    year = year_of(paper.published)
+    head = f"{paper.title or paper.id}{f' ({year})' if year else ''}."
+    text = paper.abstract or ""
     if not text:
-        chunks = body_chunks(copilot.store, paper["id"])
-        text = " ".join(c["text"] for c in select_excerpts(chunks, budget, copilot.llm.count_tokens))
+        chunks = body_chunks(copilot.store, paper.id)
+        text = " ".join(c.text for c in select_excerpts(chunks, budget, copilot.llm.count_tokens))
     return truncate_tokens(f"{head} {text}".strip(), budget, copilot.llm.count_tokens)
 
 
@@ -546,7 +520,7 @@ def draft_synthesis(copilot, paper_ids: list[str], *, user_id: str,  # noqa: ANN
         raise DraftError("Choose at least one paper to write a synthesis of.")
     papers = [visible_paper(copilot, ref, user_id) for ref in wanted]
     budget = max(60, min(MAX_SOURCE_TOKENS, copilot.settings.context_budget_tokens // len(papers)))
-    sources = [citation_from_row(i, p) for i, p in enumerate(papers, start=1)]
+    sources = [citation_from_paper(i, p) for i, p in enumerate(papers, start=1)]
     texts = [_paper_summary(copilot, p, budget) for p in papers]
     timings = {"select_ms": _ms(start)}
     t1 = time.perf_counter()
@@ -565,14 +539,13 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     cannot crowd the others out: related work needs breadth. Papers scoring under :data:`RELATED_MIN_SCORE`
     are left out unless nothing scores higher.
     """
-    marks = ", ".join("?" * len(paper_ids))
-    rows = copilot.store.conn.execute(f"SELECT id, section, paper_id FROM chunks WHERE paper_id IN ({marks})",
-                                      paper_ids).fetchall()
-    paper_of = {r[0]: r[2] for r in rows if not _SKIPPED_SECTION.match(r[1] or "")}
+    chunks = copilot.store.chunks.of_papers(paper_ids)
+    paper_of = {c.id: c.paper_id for c in chunks if not _SKIPPED_SECTION.match(c.section or "")}
     if not paper_of:
         return {}
     hits = [(i, score) for i, score in copilot.store.search(
-        "chunks", copilot.embedder.encode_query(query), min(len(rows), 5000), VectorFilter(papers=frozenset(paper_ids)))
+        "chunks", copilot.embedder.encode_query(query), min(len(chunks), 5000),
+        VectorFilter(papers=frozenset(paper_ids)))
         if i in paper_of]
     best: dict[str, list[tuple[int, float]]] = {}
     for chunk_id, score in hits:  # best first; only the chunks kept are read from the store
@@ -585,17 +558,17 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     return relevant or dict(list(by_paper.items())[:1])
 
 
-def _arxiv_sources(client, title: str, abstract: str, known: set[str]) -> list[dict[str, Any]]:  # noqa: ANN001
-    """arXiv search results for the user's paper that the library does not hold, shaped like paper rows."""
+def _arxiv_sources(client, title: str, abstract: str, known: set[str]) -> list[Paper]:  # noqa: ANN001
+    """arXiv search results for the user's paper that the library does not hold, read as papers."""
     query = title.strip() or " ".join(abstract.split()[:30])
     results = client.search(query, max_results=MAX_ARXIV_RESULTS + len(known))
     rows = []
     for m in results:
         if m.arxiv_id in known:
             continue
-        rows.append({"id": m.arxiv_id, "arxiv_id": m.arxiv_id, "title": m.title, "authors": m.authors,
-                     "abstract": m.abstract, "published": m.published, "doi": m.doi, "journal_ref": m.journal_ref,
-                     "primary_category": m.primary_category})
+        rows.append(Paper(id=m.arxiv_id, arxiv_id=m.arxiv_id, title=m.title, authors=list(m.authors),
+                          abstract=m.abstract, published=m.published, doi=m.doi, journal_ref=m.journal_ref,
+                          meta={"primary_category": m.primary_category}))
     return rows[:MAX_ARXIV_RESULTS]
 
 
@@ -614,7 +587,7 @@ def draft_related_work(copilot, title: str, abstract: str, *, user_id: str,  # n
         raise DraftError("Give your paper's title or abstract to write its related work.")
     visible = visible_paper_ids(copilot, user_id)
     if paper_ids:
-        scope = [visible_paper(copilot, ref, user_id)["id"] for ref in _unique(paper_ids)]
+        scope = [visible_paper(copilot, ref, user_id).id for ref in _unique(paper_ids)]
     else:
         scope = visible
     notes: list[str] = []
@@ -622,7 +595,7 @@ def draft_related_work(copilot, title: str, abstract: str, *, user_id: str,  # n
     timings = {"retrieve_ms": _ms(start)}
     papers = [visible_paper(copilot, pid, user_id) for pid in list(by_paper)[:MAX_RELATED_PAPERS]]
 
-    found: list[dict[str, Any]] = []
+    found: list[Paper] = []
     if search_arxiv:
         t_arxiv = time.perf_counter()
         found, note = _search_arxiv(arxiv_client, title, abstract, set(visible))
@@ -639,13 +612,13 @@ def draft_related_work(copilot, title: str, abstract: str, *, user_id: str,  # n
     count = copilot.llm.count_tokens
     sources, texts = [], []
     for paper in papers:
-        sources.append(citation_from_row(len(sources) + 1, paper))
-        lead = truncate_tokens(paper.get("abstract") or "", budget // 2, count)
-        excerpt = " ".join(i.text for i in by_paper[paper["id"]][:2])
-        texts.append(truncate_tokens(f"{paper.get('title') or paper['id']}. {lead} {excerpt}".strip(), budget, count))
-    for row in found:
-        sources.append(citation_from_row(len(sources) + 1, row, origin="arxiv"))
-        texts.append(truncate_tokens(f"{row['title']}. {row['abstract']}", budget, count))
+        sources.append(citation_from_paper(len(sources) + 1, paper))
+        lead = truncate_tokens(paper.abstract or "", budget // 2, count)
+        excerpt = " ".join(i.text for i in by_paper[paper.id][:2])
+        texts.append(truncate_tokens(f"{paper.title or paper.id}. {lead} {excerpt}".strip(), budget, count))
+    for result in found:
+        sources.append(citation_from_paper(len(sources) + 1, result, origin="arxiv"))
+        texts.append(truncate_tokens(f"{result.title}. {result.abstract}", budget, count))
 
     t1 = time.perf_counter()
     reply, calls = generate(copilot, wp.RELATED_SYSTEM, wp.related_user(title, abstract, texts), on_text=on_text)
@@ -655,7 +628,7 @@ def draft_related_work(copilot, title: str, abstract: str, *, user_id: str,  # n
 
 
 def _search_arxiv(client, title: str, abstract: str,  # noqa: ANN001 - an ArxivClient, or None for a new one
-                  known: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+                  known: set[str]) -> tuple[list[Paper], str | None]:
     """arXiv results, or none and a note saying why (offline, rate limited, nothing found)."""
     from ingest.errors import IngestError
 

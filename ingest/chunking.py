@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingest.models import Chunk, ParsedPaper
+from copilot.types import Chunk
+from ingest.models import ParsedPaper
 
 ABSTRACT_SECTION = "Abstract"
 _SENTENCE_END = re.compile(r"[.!?][)\]\"']?\s")

@@ -134,7 +134,7 @@ def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library) -
 @click.option("--json", "as_json", is_flag=True)
 @data_dir_option
 def list_papers(as_json: bool, data_dir: str | None) -> None:
-    papers = _on_library(data_dir, lambda library: library.list())
+    papers = [asdict(p) for p in _on_library(data_dir, lambda library: library.list())]
     if as_json:
         click.echo(json.dumps(papers, indent=2))
         return
@@ -150,7 +150,7 @@ def list_papers(as_json: bool, data_dir: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @data_dir_option
 def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> None:
-    paper = _on_library(data_dir, lambda library: library.show(paper_id))
+    paper = asdict(_on_library(data_dir, lambda library: library.show(paper_id)))
     if not sections:
         paper.pop("sections", None)
     paper["n_references"] = len(paper.pop("references"))

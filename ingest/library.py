@@ -7,15 +7,14 @@ was (a PDF copied in for the attempt is removed again).
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.storage import Store, utc_now
+from copilot.types import Chunk, Paper, PaperSummary
 from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import download_pdf, store_upload
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
@@ -95,8 +94,8 @@ class Library:
 
     def resolve(self, paper_ref: str) -> str | None:
         """The stored id for ``paper_ref``: an exact id, or any form of an arXiv id (URL, prefix, version)."""
-        table = self.store.db["papers"]
-        if table.count_where("id = ?", [paper_ref]):
+        papers = self.store.papers
+        if papers.exists(paper_ref):
             return paper_ref
         from ingest.arxiv_client import parse_arxiv_id
 
@@ -104,52 +103,32 @@ class Library:
             arxiv_id, _ = parse_arxiv_id(paper_ref)
         except InvalidArxivId:
             return None
-        return arxiv_id if table.count_where("id = ?", [arxiv_id]) else None
+        return arxiv_id if papers.exists(arxiv_id) else None
 
-    def _visible(self, row: dict[str, Any], user_id: str | None) -> bool:
-        return user_id is None or row.get("user_id") in (None, user_id)
-
-    def list(self, user_id: str | None = None) -> list[dict[str, Any]]:
+    def list(self, user_id: str | None = None) -> list[PaperSummary]:
         """Every paper ``user_id`` may see (arXiv papers are public; uploads belong to their user)."""
-        rows = self.store.db.query(
-            """SELECT p.id, p.title, p.source, p.arxiv_id, p.version, p.authors, p.published, p.n_pages,
-                      p.user_id, p.added_at, COUNT(c.id) AS n_chunks
-               FROM papers p LEFT JOIN chunks c ON c.paper_id = p.id
-               GROUP BY p.id ORDER BY p.added_at, p.id"""
-        )
-        papers = []
-        for row in rows:
-            if self._visible(row, user_id):
-                row["authors"] = json.loads(row["authors"] or "[]")
-                papers.append(row)
-        return papers
+        return self.store.papers.visible(user_id)
 
-    def show(self, paper_ref: str, user_id: str | None = None) -> dict[str, Any]:
+    def show(self, paper_ref: str, user_id: str | None = None) -> Paper:
         """One paper with its metadata, sections (title, level, pages) and reference count."""
         paper_id = self.resolve(paper_ref)
         if paper_id is None:
             raise IngestError(f"No paper '{paper_ref}' in the library; `python -m ingest list` shows what is there.")
-        row = dict(self.store.db["papers"].get(paper_id))
-        if not self._visible(row, user_id):
+        paper = self.store.papers.get(paper_id, user_id)
+        if paper is None:
             raise IngestError(f"No paper '{paper_ref}' in the library.")
-        for key in ("authors", "categories", "sections", "references_json", "warnings", "meta"):
-            row[key] = json.loads(row[key]) if row.get(key) else ([] if key != "meta" else {})
-        row["references"] = row.pop("references_json")
-        row["n_chunks"] = self.store.db["chunks"].count_where("paper_id = ?", [paper_id])
-        return row
+        return paper
 
-    def chunks(self, paper_id: str) -> list[dict[str, Any]]:
-        return list(self.store.db.query(
-            "SELECT id, seq, section, text, page_start, page_end, char_start, char_end, n_tokens "
-            "FROM chunks WHERE paper_id = ? ORDER BY seq", [paper_id]))
+    def chunks(self, paper_id: str) -> list[Chunk]:
+        return self.store.chunks.of_paper(paper_id)
 
-    def _existing(self, paper_id: str | None = None, file_hash: str | None = None) -> dict | None:
-        if paper_id and self.store.db["papers"].count_where("id = ?", [paper_id]):
-            return dict(self.store.db["papers"].get(paper_id))
+    def _existing(self, paper_id: str | None = None, file_hash: str | None = None) -> Paper | None:
+        if paper_id:
+            found = self.store.papers.get(paper_id)
+            if found:
+                return found
         if file_hash:
-            rows = list(self.store.db["papers"].rows_where("file_hash = ?", [file_hash], limit=1))
-            if rows:
-                return rows[0]
+            return self.store.papers.by_hash(file_hash)
         return None
 
     # ----- adding ------------------------------------------------------------------------------------
@@ -176,10 +155,10 @@ class Library:
             stored.unlink(missing_ok=True)
 
     @staticmethod
-    def _already(found: dict[str, Any], progress: Progress) -> AddResult:
+    def _already(found: Paper, progress: Progress) -> AddResult:
         """The result of adding a paper the library already holds."""
         progress(1.0, "Already in the library")
-        return AddResult(found["id"], found["title"] or "", added=False, n_pages=found.get("n_pages") or 0)
+        return AddResult(found.id, found.title or "", added=False, n_pages=found.n_pages or 0)
 
     def _add_parsed(self, stored: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
                     progress: Progress) -> AddResult:
@@ -205,45 +184,42 @@ class Library:
 
         start = time.perf_counter()
         progress(0.9, "Saving")
-        record = self._paper_record(paper_id, sha, stored, parsed, metadata, user_id)
-        with self.store.transaction() as conn:
-            columns = ", ".join(record)
-            conn.execute(f"INSERT INTO papers ({columns}) VALUES ({', '.join('?' * len(record))})",
-                         list(record.values()))
-            self.store.insert_with_vectors("chunks", [asdict(c) for c in chunks], vectors)
+        paper = self._paper_record(paper_id, sha, stored, parsed, metadata, user_id)
+        with self.store.transaction():
+            self.store.papers.add(paper)
+            self.store.chunks.add(chunks, vectors)
         seconds["store"] = time.perf_counter() - start
-        progress(1.0, f"Added {record['title'] or paper_id}")
-        return AddResult(paper_id, record["title"], added=True, n_chunks=len(chunks), n_pages=parsed.n_pages,
+        progress(1.0, f"Added {paper.title or paper_id}")
+        return AddResult(paper_id, paper.title, added=True, n_chunks=len(chunks), n_pages=parsed.n_pages,
                          warnings=list(parsed.warnings), seconds={k: round(v, 3) for k, v in seconds.items()})
 
     @staticmethod
     def _paper_record(paper_id: str, sha: str, stored: Path, parsed: ParsedPaper, metadata: PaperMetadata | None,
-                      user_id: str) -> dict[str, Any]:
+                      user_id: str) -> Paper:
         sections = [{"title": s.title, "level": s.level, "page_start": s.page_start, "page_end": s.page_end,
                      "char_start": s.char_start, "char_end": s.char_end} for s in parsed.sections]
-        record: dict[str, Any] = {
-            "id": paper_id,
-            "user_id": None if metadata else user_id,
-            "source": "arxiv" if metadata else "upload",
-            "title": (metadata.title if metadata else parsed.title) or stored.stem,
-            "abstract": metadata.abstract if metadata and metadata.abstract else parsed.abstract,
-            "file_hash": sha,
-            "pdf_path": str(stored),
-            "n_pages": parsed.n_pages,
-            "sections": json.dumps(sections),
-            "references_json": json.dumps(parsed.references),
-            "warnings": json.dumps(parsed.warnings),
-            "added_at": utc_now(),
-            "authors": json.dumps(metadata.authors if metadata else []),
-            "categories": json.dumps(metadata.categories if metadata else []),
-        }
+        paper = Paper(
+            id=paper_id,
+            user_id=None if metadata else user_id,
+            source="arxiv" if metadata else "upload",
+            title=(metadata.title if metadata else parsed.title) or stored.stem,
+            abstract=metadata.abstract if metadata and metadata.abstract else parsed.abstract,
+            file_hash=sha,
+            pdf_path=str(stored),
+            n_pages=parsed.n_pages,
+            sections=sections,
+            references=list(parsed.references),
+            warnings=list(parsed.warnings),
+            added_at=utc_now(),
+            authors=list(metadata.authors) if metadata else [],
+            categories=list(metadata.categories) if metadata else [],
+        )
         if metadata:
-            record |= {"arxiv_id": metadata.arxiv_id, "version": metadata.version, "published": metadata.published,
-                       "updated": metadata.updated, "pdf_url": metadata.pdf_url, "doi": metadata.doi,
-                       "journal_ref": metadata.journal_ref,
-                       "meta": json.dumps({"comment": metadata.comment,
-                                           "primary_category": metadata.primary_category})}
-        return record
+            paper.arxiv_id, paper.version, paper.published = metadata.arxiv_id, metadata.version, metadata.published
+            paper.updated, paper.pdf_url, paper.doi = metadata.updated, metadata.pdf_url, metadata.doi
+            paper.journal_ref = metadata.journal_ref
+            paper.meta = {"comment": metadata.comment, "primary_category": metadata.primary_category}
+        return paper
 
     def add_arxiv(self, ref: str, *, user_id: str = LOCAL_USER, progress: Progress = no_progress) -> AddResult:
         """Add an arXiv paper by id or URL: metadata, PDF download, parse, chunks, vectors."""
@@ -296,24 +272,15 @@ class Library:
         paper_id = self.resolve(paper_ref)
         if paper_id is None:
             raise IngestError(f"No paper '{paper_ref}' in the library.")
-        row = dict(self.store.db["papers"].get(paper_id))
-        if user_id is not None and row.get("user_id") not in (None, user_id):
+        paper = self.store.papers.get(paper_id, user_id)
+        if paper is None:
             raise IngestError(f"No paper '{paper_ref}' in the library.")
-        chunk_ids = [r["id"] for r in self.store.db.query("SELECT id FROM chunks WHERE paper_id = ?", [paper_id])]
-        with self.store.transaction() as conn:
-            flagged = 0
-            if chunk_ids:
-                marks = ", ".join("?" * len(chunk_ids))
-                sourced = [r[0] for r in conn.execute(
-                    f"""SELECT DISTINCT thought_id FROM thought_sources
-                        WHERE source_kind = 'chunk' AND source_id IN ({marks})""", chunk_ids)]
-                flagged = conn.execute(
-                    f"UPDATE thoughts SET flagged = 1 WHERE id IN ({', '.join('?' * len(sourced))})",
-                    sourced).rowcount if sourced else 0
-                self.store.meta_changed("thoughts", sourced)
-                self.store.delete_with_vectors("chunks", chunk_ids)
-            conn.execute("DELETE FROM papers WHERE id = ?", [paper_id])
-        pdf_path = Path(row["pdf_path"]) if row.get("pdf_path") else None
-        if pdf_path and not self._existing(file_hash=row.get("file_hash")):
+        chunk_ids = self.store.chunks.ids_of(paper_id)
+        with self.store.transaction():
+            flagged = self.store.thoughts.flag_built_on(chunk_ids)
+            self.store.chunks.delete(chunk_ids)
+            self.store.papers.delete(paper_id)
+        pdf_path = Path(paper.pdf_path) if paper.pdf_path else None
+        if pdf_path and not self._existing(file_hash=paper.file_hash):
             pdf_path.unlink(missing_ok=True)
         return RemoveResult(paper_id, len(chunk_ids), flagged)

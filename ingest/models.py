@@ -77,18 +77,3 @@ class ParsedPaper:
             else:
                 break
         return page
-
-
-@dataclass
-class Chunk:
-    """A retrievable piece of a paper: it keeps exactly where it comes from, for citations."""
-
-    paper_id: str
-    seq: int
-    section: str
-    text: str
-    page_start: int
-    page_end: int
-    char_start: int  # offset in ParsedPaper.text
-    char_end: int
-    n_tokens: int

@@ -62,14 +62,14 @@ def test_add_search_and_idempotency(library: Library, tmp_path: Path) -> None:
 def test_list_show_remove(library: Library) -> None:
     added = library.add_pdf(PAPERS / "2020.acl-main.207.pdf", user_id="ada")
     papers = library.list()
-    assert [p["id"] for p in papers] == [added.paper_id]
-    assert papers[0]["n_chunks"] == added.n_chunks
+    assert [p.id for p in papers] == [added.paper_id]
+    assert papers[0].n_chunks == added.n_chunks
     assert library.list(user_id="bob") == [], "an upload is visible only to its owner"
     shown = library.show(added.paper_id)
-    assert shown["abstract"] and shown["sections"] and shown["references"]
-    assert any("introduction" in s["title"].lower() for s in shown["sections"])
+    assert shown.abstract and shown.sections and shown.references
+    assert any("introduction" in s["title"].lower() for s in shown.sections)
     # A thought built on one of its chunks is flagged when the paper goes.
-    chunk_id = library.chunks(added.paper_id)[3]["id"]
+    chunk_id = library.chunks(added.paper_id)[3].id
     thought_ids = library.store.insert_with_vectors(
         "thoughts", [{"user_id": "ada", "text": "SPECTER embeds papers.", "confidence": 0.9, "flagged": 0}],
         np.ones((1, 384), dtype=np.float32) / np.sqrt(384))
@@ -139,8 +139,8 @@ def test_add_arxiv_paper_offline(library: Library, monkeypatch: pytest.MonkeyPat
     result = library.add_arxiv("arXiv:2004.07180v4")
     assert result.added and result.paper_id == "2004.07180"
     shown = library.show("https://arxiv.org/abs/2004.07180")
-    assert shown["title"].startswith("SPECTER") and shown["authors"] == ["Arman Cohan"]
-    assert shown["version"] == "v4" and shown["source"] == "arxiv" and shown["user_id"] is None
+    assert shown.title.startswith("SPECTER") and shown.authors == ["Arman Cohan"]
+    assert shown.version == "v4" and shown.source == "arxiv" and shown.user_id is None
     assert not library.add_arxiv("2004.07180").added
 
 

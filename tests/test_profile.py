@@ -39,11 +39,11 @@ def test_save_get_and_replace_a_profile(copilot: Copilot) -> None:
     store = copilot.store
     assert get_profile(store, "ada") is None and persona_for_prompt(store, "ada") is None
     saved = save_profile(store, "ada", "  A researcher   on citation graphs. ", "manual")
-    assert saved["persona"] == "A researcher on citation graphs." and saved["source"] == "manual"
-    assert saved["updated_at"] and saved["user_id"] == "ada"
+    assert saved.persona == "A researcher on citation graphs." and saved.source == "manual"
+    assert saved.updated_at and saved.user_id == "ada"
     save_profile(store, "ada", "A researcher on summarisation.", "author:Jane Doe")
-    assert get_profile(store, "ada")["persona"] == "A researcher on summarisation."
-    assert get_profile(store, "ada")["source"] == "author:Jane Doe"
+    assert get_profile(store, "ada").persona == "A researcher on summarisation."
+    assert get_profile(store, "ada").source == "author:Jane Doe"
     assert persona_for_prompt(store, "ada") == "A researcher on summarisation."
     assert get_profile(store, "bob") is None, "profiles are per user"
     assert store.db["profiles"].count == 1
@@ -52,7 +52,7 @@ def test_save_get_and_replace_a_profile(copilot: Copilot) -> None:
             save_profile(store, "ada", bad)
     with pytest.raises(ValueError, match=str(MAX_PERSONA_CHARS)):
         save_profile(store, "ada", "x" * (MAX_PERSONA_CHARS + 1))
-    assert get_profile(store, "ada")["persona"] == "A researcher on summarisation.", "a refused save changes nothing"
+    assert get_profile(store, "ada").persona == "A researcher on summarisation.", "a refused save changes nothing"
 
 
 def test_persona_from_text(copilot: Copilot, llm: ScriptedLLM) -> None:
@@ -105,20 +105,20 @@ def test_memories_are_listed_and_deleted_per_user(copilot: Copilot) -> None:
     ada_1 = copilot.remember("My camera-ready is due on the 14th.", user_id="ada")
     ada_2 = copilot.remember("I work on citation graphs.", user_id="ada")
     bob_1 = copilot.remember("I prefer short answers.", user_id="bob")
-    assert [m["id"] for m in list_memories(copilot.store, "ada")] == [ada_2, ada_1], "newest first"
-    assert [m["text"] for m in list_memories(copilot.store, "bob")] == ["I prefer short answers."]
+    assert [m.id for m in list_memories(copilot.store, "ada")] == [ada_2, ada_1], "newest first"
+    assert [m.text for m in list_memories(copilot.store, "bob")] == ["I prefer short answers."]
 
     assert delete_memory(copilot, ada_1, "bob") is False, "nobody deletes another user's memory"
     assert delete_memory(copilot.store, 9999, "ada") is False
     assert len(list_memories(copilot.store, "ada")) == 2 and len(copilot.store.index("memories")) == 3
 
     assert delete_memory(copilot, ada_1, "ada") is True
-    assert [m["id"] for m in list_memories(copilot.store, "ada")] == [ada_2]
+    assert [m.id for m in list_memories(copilot.store, "ada")] == [ada_2]
     assert len(copilot.store.index("memories")) == 2, "the vector went with the row"
     assert copilot.store.check_consistency()["memories"]
     assert [r["id"] for r in copilot.recall("When is my deadline?", user_id="ada")] == [ada_2]
     assert delete_memory(copilot.store, ada_1, "ada") is False, "already gone"
-    assert [m["id"] for m in list_memories(copilot.store, "bob")] == [bob_1]
+    assert [m.id for m in list_memories(copilot.store, "bob")] == [bob_1]
 
 
 @pytest.mark.parametrize(("message", "expected"), [

@@ -119,16 +119,16 @@ def test_refresh_adds_the_newest_papers_once_and_is_recorded(library: Library) -
     assert result.added == ["2202.12139", "2405.13786", "2005.14124"], "newest first, as arXiv answered"
     assert len(library.downloads.urls) == 3
     assert result.started_at <= result.finished_at and result.id is not None
-    assert {p["id"] for p in library.list(user_id="bob")} == set(result.added), "arXiv papers are public"
+    assert {p.id for p in library.list(user_id="bob")} == set(result.added), "arXiv papers are public"
     assert steps[-1][0] == 1.0 and all(0 <= f <= 1 for f, _ in steps)
 
     recorded = last_refresh(library.store, "ada")
-    assert recorded["n_added"] == 3 and recorded["added"] == result.added and recorded["categories"] == ["cs.CL"]
+    assert recorded.n_added == 3 and recorded.added == result.added and recorded.categories == ["cs.CL"]
     assert last_refresh(library.store, "bob") is None, "a user's own refresh is theirs; scheduled ones are everyone's"
 
     again = refresh_categories(library, ["cs.CL"], user_id="ada", max_per_category=3)
     assert again.added == [] and again.skipped == 3 and len(library.downloads.urls) == 3, "nothing downloaded twice"
-    assert last_refresh(library.store, "ada")["id"] == again.id
+    assert last_refresh(library.store, "ada").id == again.id
 
 
 def test_a_failing_category_or_paper_does_not_stop_the_rest(library: Library, monkeypatch: pytest.MonkeyPatch,
@@ -147,7 +147,7 @@ def test_a_failing_category_or_paper_does_not_stop_the_rest(library: Library, mo
     assert result.errors[0].startswith("cs.IR: arXiv could not be reached")
     assert result.errors[1].startswith("2202.12139: ") and "not a PDF" in result.errors[1]
     assert len(result.added) == 2 and "2202.12139" not in result.added
-    assert last_refresh(library.store)["errors"] == result.errors
+    assert last_refresh(library.store).errors == result.errors
     with pytest.raises(ValueError, match="at least one"):
         refresh_categories(library, [])
     with pytest.raises(ValueError, match="between 1 and"):
@@ -161,7 +161,7 @@ def test_scheduled_refresh_pulls_every_followed_category(library: Library) -> No
     result = refresh_followed(library, max_per_category=2)
     assert result.categories == ["cs.CL", "stat.ML"] and result.user_id is None
     assert len(result.added) == 2, "the same recorded papers under both categories are added once"
-    assert last_refresh(library.store, "ada")["id"] == result.id == last_refresh(library.store, "bob")["id"]
+    assert last_refresh(library.store, "ada").id == result.id == last_refresh(library.store, "bob").id
 
 
 def test_scheduler_runs_on_its_timer_and_survives_failures() -> None:

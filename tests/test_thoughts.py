@@ -11,7 +11,7 @@ from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, parse_thought_reply
-from copilot.types import RetrievedItem
+from copilot.types import RetrievedItem, ThoughtSource
 from tests.scripted_llm import ScriptedLLM
 
 CHUNKS = [
@@ -72,7 +72,7 @@ def test_valid_thought_is_added_with_provenance_and_depth_1(store: Store, embedd
     assert out.outcome == "added" and out.depth == 1 and out.confidence == pytest.approx(0.8)
     assert out.llm_calls == 1 and len(llm.calls) == 1
     row = mem.get(out.thought_id)
-    assert row["sources"] == [{"kind": "chunk", "id": items[1].id}], "only the cited source is provenance"
+    assert row.sources == [ThoughtSource("chunk", items[1].id)], "only the cited source is provenance"
     assert store.check_consistency()["thoughts"]
 
 
@@ -116,9 +116,9 @@ def test_redundant_thought_is_merged(store: Store, embedder: Embedder) -> None:
     b = mem.write(user_id="ada", question="How big is S2ORC?", answer="81M papers [1][3].", items=items)
     assert a.outcome == "added" and b.outcome == "merged" and b.thought_id == a.thought_id
     row = mem.get(a.thought_id)
-    assert row["support"] == 2 and row["confidence"] == pytest.approx(0.9)
-    assert row["text"] == second, "the more confident text is kept"
-    assert {s["id"] for s in row["sources"]} == {items[0].id, items[2].id}, "provenance is the union"
+    assert row.support == 2 and row.confidence == pytest.approx(0.9)
+    assert row.text == second, "the more confident text is kept"
+    assert {s.id for s in row.sources} == {items[0].id, items[2].id}, "provenance is the union"
     assert store.db["thoughts"].count == 1
     assert store.check_consistency()["thoughts"]
     # Another user's identical thought is theirs alone: no merge across users.
@@ -141,7 +141,7 @@ def test_chains_reach_depth_3(store: Store, embedder: Embedder) -> None:
         sources = [RetrievedItem("thought", out.thought_id, text, 0.9, depth=out.depth, confidence=0.8)]
     assert depths == [1, 2, 3]
     top = mem.get(out.thought_id)
-    assert top["sources"] == [{"kind": "thought", "id": out.thought_id - 1}]
+    assert top.sources == [ThoughtSource("thought", out.thought_id - 1)]
 
 
 def test_engine_feedback_and_background_writing(store: Store, embedder: Embedder) -> None:
@@ -203,7 +203,7 @@ def test_merging_into_its_own_source_adds_no_depth(store: Store, embedder: Embed
     again = mem.write(user_id="ada", question="q", answer="y [1]",
                       items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6)])
     assert again.outcome == "merged" and again.depth == 1
-    assert mem.get(a.thought_id)["sources"] == [{"kind": "chunk", "id": chunk_items(store)[0].id}]
+    assert mem.get(a.thought_id).sources == [ThoughtSource("chunk", chunk_items(store)[0].id)]
 
 
 def test_conversational_filler_is_dropped(store: Store, embedder: Embedder) -> None:

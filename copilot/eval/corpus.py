@@ -23,7 +23,7 @@ from copilot.eval.tasks import Item, Task
 from copilot.llm import ChatModel, ChoiceProbe
 from copilot.retrieval import pack_context
 from copilot.storage import Store, utc_now
-from copilot.types import RetrievedItem
+from copilot.types import Chunk, Paper, RetrievedItem
 
 
 @dataclass
@@ -110,13 +110,13 @@ class Bench:
 
     def _store_corpus(self) -> list[int]:
         docs = self.task.docs
-        papers = [{"id": g, "title": t, "source": "eval", "added_at": utc_now()} for g, t in self.task.groups.items()]
-        records = [{"paper_id": d.group, "seq": i, "section": d.section, "text": d.text, "page_start": 1,
-                    "page_end": 1, "char_start": 0, "char_end": len(d.text), "n_tokens": len(d.text.split())}
-                   for i, d in enumerate(docs)]
+        papers = [Paper(id=g, title=t, source="eval", added_at=utc_now()) for g, t in self.task.groups.items()]
+        chunks = [Chunk(paper_id=d.group, seq=i, section=d.section, text=d.text, page_start=1, page_end=1,
+                        char_start=0, char_end=len(d.text), n_tokens=len(d.text.split()))
+                  for i, d in enumerate(docs)]
         with self.store.transaction():
-            self.store.db["papers"].insert_all(papers)
-            return self.store.insert_with_vectors("chunks", records, self.vectors)
+            self.store.papers.add_many(papers)
+            return self.store.chunks.add(chunks, self.vectors)
 
     def close(self) -> None:
         self.store.close()

@@ -365,15 +365,7 @@ class ThoughtRetriever(Method):
 
     def thought_groups(self, thought_id: int) -> list[str]:
         """The documents a thought was built from, through its provenance (thoughts of thoughts included)."""
-        conn = self.bench.store.conn
-        rows = conn.execute(
-            """WITH RECURSIVE up(kind, id) AS (
-                   SELECT source_kind, source_id FROM thought_sources WHERE thought_id = ?
-                   UNION SELECT s.source_kind, s.source_id FROM thought_sources s JOIN up
-                         ON up.kind = 'thought' AND s.thought_id = up.id)
-               SELECT DISTINCT c.paper_id FROM up JOIN chunks c ON up.kind = 'chunk' AND c.id = up.id""",
-            [thought_id]).fetchall()
-        return [r[0] for r in rows]
+        return self.bench.store.thoughts.papers_behind(thought_id)
 
     def n_thoughts(self, user_id: str | None = None) -> int:
         """Thoughts the user's questions can retrieve (confident and not flagged)."""
@@ -381,10 +373,8 @@ class ThoughtRetriever(Method):
                                                                 min_confidence=self.bench.settings.min_confidence))
 
     def memory(self) -> dict[str, float | int]:
-        rows = self.bench.store.conn.execute(
-            "SELECT COALESCE(SUM(LENGTH(text) + LENGTH(embedding)), 0), COUNT(*) FROM thoughts WHERE user_id = ?",
-            [self.user_id]).fetchone()
-        return {"items": int(rows[1]), "retrievable": self.n_thoughts(), "kb": round(rows[0] / 1024, 1)}
+        size, count = self.bench.store.thoughts.footprint(self.user_id)
+        return {"items": count, "retrievable": self.n_thoughts(), "kb": round(size / 1024, 1)}
 
 
 def make_methods(bench: Bench, names: Sequence[str]) -> dict[str, Method]:

@@ -66,6 +66,25 @@ class Store:
         self._after_commit: list = []
         with self._lock:
             migrate(self.db)
+        # The repositories: all SQL on records lives in them (one module per noun, in this package).
+        from copilot.storage.chunks import ChunkRepository
+        from copilot.storage.eval_runs import EvalRunRepository
+        from copilot.storage.follows import FollowRepository, RefreshRepository
+        from copilot.storage.memories import MemoryRepository
+        from copilot.storage.papers import PaperRepository
+        from copilot.storage.profiles import ProfileRepository
+        from copilot.storage.queries import QueryRepository
+        from copilot.storage.thoughts import ThoughtRepository
+
+        self.papers = PaperRepository(self)
+        self.chunks = ChunkRepository(self)
+        self.thoughts = ThoughtRepository(self)
+        self.memories = MemoryRepository(self)
+        self.queries = QueryRepository(self)
+        self.profiles = ProfileRepository(self)
+        self.follows = FollowRepository(self)
+        self.refreshes = RefreshRepository(self)
+        self.eval_runs = EvalRunRepository(self)
 
     @classmethod
     def open(cls, settings: Settings) -> Store:

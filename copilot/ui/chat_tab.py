@@ -141,7 +141,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             # The answer's own thought must be written first, or the feedback could not move its confidence.
             row = services.wait_for_thought(int(query_id), user, THOUGHT_WAIT_S)
             found = services.copilot.memory.get(int(row["thought_id"]), user) if row["thought_id"] else None
-            before = found["confidence"] if found else None
+            before = found.confidence if found else None
             result = services.copilot.feedback(int(query_id), value, user_id=user)
         except ValueError as exc:
             raise fail(exc) from exc

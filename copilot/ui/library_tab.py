@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from copilot.types import PaperSummary
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import add_message
 
@@ -17,19 +18,19 @@ SEARCH_FIELDS = ["all", "title", "author", "category"]
 OFFLINE_NOTICE = "⚠️ **arXiv is unavailable.** {detail}"  # the client's message says uploads still work
 
 
-def paper_rows(papers: list[dict[str, Any]]) -> list[list[Any]]:
+def paper_rows(papers: list[PaperSummary]) -> list[list[Any]]:
     rows = []
     for p in papers:
-        authors = p.get("authors") or []
+        authors = p.authors or []
         names = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
-        rows.append([p["id"], p.get("title") or "", names, (p.get("published") or "")[:4], p.get("source") or "",
-                     p.get("n_pages"), p.get("n_chunks"), "you" if p.get("user_id") else "shared"])
+        rows.append([p.id, p.title or "", names, (p.published or "")[:4], p.source or "", p.n_pages, p.n_chunks,
+                     "you" if p.user_id else "shared"])
     return rows
 
 
-def paper_choices(papers: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def paper_choices(papers: list[PaperSummary]) -> list[tuple[str, str]]:
     """(label, id) pairs for paper pickers: the title first, the id to be sure."""
-    return [(f"{(p.get('title') or p['id'])[:80]} ({p['id']})", p["id"]) for p in papers]
+    return [(f"{(p.title or p.id)[:80]} ({p.id})", p.id) for p in papers]
 
 
 def _search(ctx: AppContext, query: str, field: str, max_results: int) -> list[Any]:
@@ -182,7 +183,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         head = f"Following: {', '.join(cats) if cats else 'nothing yet'}."
         if not last:
             return head + " Not refreshed yet."
-        return head + f" Last refresh {last.get('finished_at', '?')}: {last.get('n_added', 0)} papers added."
+        return head + f" Last refresh {last.finished_at}: {last.n_added} papers added."
 
     def refresh_state(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         """The categories you follow and when the library was last refreshed."""

@@ -40,7 +40,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     def rows(user: str) -> list[list[Any]]:
         from copilot.profile import list_memories
 
-        return [[m["id"], m["text"], (m.get("created_at") or "")[:19]]
+        return [[m.id, m.text, (m.created_at or "")[:19]]
                 for m in list_memories(services.copilot.store, user)]
 
     def load_profile(request: gr.Request, profile: gr.OAuthProfile | None = None
@@ -51,7 +51,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
         user = ctx.user(request, profile)
         stored = get_profile(services.copilot.store, user)
-        return f"You are: {describe_user(user)}", (stored or {}).get("persona", ""), rows(user)
+        return f"You are: {describe_user(user)}", stored.persona if stored else "", rows(user)
 
     def from_author(name: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         """Build and save a persona from an arXiv author's papers (an au: search)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from copilot.config import Settings
 from copilot.engine import Copilot
-from copilot.types import RetrievedItem
+from copilot.types import PaperSummary, RetrievedItem
 from ingest.library import Library
 from ingest.models import Progress, abs_url, no_progress
 
@@ -51,13 +51,13 @@ class Services:
 
     # ----- papers ------------------------------------------------------------------------------------
 
-    def papers(self, user_id: str) -> list[dict[str, Any]]:
+    def papers(self, user_id: str) -> list[PaperSummary]:
         """The papers this user may see: public arXiv papers and their own uploads."""
         return self.library.list(user_id)
 
     def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str] | None:
         """``wanted`` restricted to what the user may see; None means the whole visible library."""
-        visible = [p["id"] for p in self.papers(user_id)]
+        visible = [p.id for p in self.papers(user_id)]
         if not wanted:
             return visible
         unknown = [w for w in wanted if w not in visible]
@@ -89,10 +89,10 @@ class Services:
         paper_id = (paper_id or "").strip()
         if not paper_id:
             raise ValueError("Choose a paper to remove.")
-        row = next((p for p in self.papers(user_id) if p["id"] == paper_id), None)
-        if row is None:
+        paper = next((p for p in self.papers(user_id) if p.id == paper_id), None)
+        if paper is None:
             raise ValueError(f"No paper '{paper_id}' in your library.")
-        if row["user_id"] is None and not may_remove_public:
+        if paper.shared and not may_remove_public:
             raise ValueError("arXiv papers are shared by everyone on this instance; only your uploads can be removed.")
         try:
             result = self.library.remove(paper_id, user_id=user_id)
@@ -104,46 +104,43 @@ class Services:
     # ----- thoughts ----------------------------------------------------------------------------------
 
     def thoughts(self, user_id: str) -> list[dict[str, Any]]:
-        return self.copilot.memory.list(user_id)
+        return [t.to_dict() for t in self.copilot.memory.list(user_id)]
 
     def thought(self, thought_id: int, user_id: str) -> dict[str, Any]:
         """One of the user's thoughts (or a public one) with its provenance resolved to papers and thoughts."""
-        row = self.copilot.memory.get(int(thought_id), user_id)
-        if row is None:
+        found = self.copilot.memory.get(int(thought_id), user_id)
+        if found is None:
             raise ValueError(f"No thought #{thought_id} for this user.")
+        row = found.to_dict()
         row["provenance"] = [self._source(s["kind"], int(s["id"]), user_id) for s in row.pop("sources")]
         return row
 
     def _source(self, kind: str, source_id: int, user_id: str) -> dict[str, Any]:
-        db = self.copilot.store.db
+        store = self.copilot.store
         if kind == "thought":
-            rows = list(db.query("SELECT id, text, depth, confidence, user_id, public FROM thoughts WHERE id = ?",
-                                 [source_id]))
-            if not rows or (rows[0]["user_id"] != user_id and not rows[0]["public"]):
+            thought = store.thoughts.visible(source_id, user_id)
+            if thought is None:
                 return {"kind": "thought", "id": source_id, "text": "(deleted or not yours)"}
-            r = rows[0]
-            return {"kind": "thought", "id": r["id"], "text": r["text"], "depth": r["depth"],
-                    "confidence": r["confidence"]}
-        rows = list(db.query(
-            "SELECT c.id, c.text, c.section, c.page_start, c.paper_id, p.title, p.user_id FROM chunks c "
-            "LEFT JOIN papers p ON p.id = c.paper_id WHERE c.id = ?", [source_id]))
-        if not rows or rows[0]["user_id"] not in (None, user_id):
+            return {"kind": "thought", "id": thought.id, "text": thought.text, "depth": thought.depth,
+                    "confidence": thought.confidence}
+        chunk = store.chunks.visible(source_id, user_id)
+        if chunk is None:
             return {"kind": "chunk", "id": source_id, "text": "(removed from the library)"}
-        r = rows[0]
-        return {"kind": "chunk", "id": r["id"], "text": r["text"], "paper_id": r["paper_id"], "title": r["title"],
-                "section": r["section"], "page": r["page_start"], "url": arxiv_url(r["paper_id"])}
+        return {"kind": "chunk", "id": chunk.id, "text": chunk.text, "paper_id": chunk.paper_id,
+                "title": chunk.paper_title, "section": chunk.section, "page": chunk.page_start,
+                "url": arxiv_url(chunk.paper_id)}
 
     def delete_thought(self, thought_id: int, user_id: str) -> bool:
         return self.copilot.memory.delete(int(thought_id), user_id)
 
     def query(self, query_id: int, user_id: str) -> dict[str, Any]:
         """One of the user's answered questions with the thought it produced (outcome 'pending' until written)."""
-        rows = list(self.copilot.store.db.query(
-            "SELECT id, text, thought_id, thought_outcome, thought_reason, created_at FROM queries "
-            "WHERE id = ? AND user_id = ?", [int(query_id), user_id]))
-        if not rows:
+        found = self.copilot.store.queries.get(int(query_id), user_id)
+        if found is None:
             raise ValueError(f"No answer #{int(query_id)} for this user.")
-        return rows[0]
+        return {"id": found.id, "text": found.text, "thought_id": found.thought_id,
+                "thought_outcome": found.thought_outcome, "thought_reason": found.thought_reason,
+                "created_at": found.created_at}
 
     def wait_for_thought(self, query_id: int, user_id: str, timeout_s: float) -> dict[str, Any]:
         """The query once its thought is written (or as it is after ``timeout_s``): the background worker
@@ -156,8 +153,8 @@ class Services:
             time.sleep(0.25)
 
     def feedback_history(self, user_id: str) -> list[dict[str, Any]]:
-        return list(self.copilot.store.db.query(
-            "SELECT f.query_id, f.value, f.created_at FROM feedback f WHERE f.user_id = ? ORDER BY f.id", [user_id]))
+        return [{"query_id": f.query_id, "value": f.value, "created_at": f.created_at}
+                for f in self.copilot.store.queries.feedback(user_id)]
 
 
 def add_message(result: Any) -> str:  # noqa: ANN401 - an ingest AddResult
@@ -194,10 +191,5 @@ def provenance_summary(services: Services, thought_ids: list[int]) -> dict[int, 
     """``thought id -> "from chunk #3, thought #7"`` for the thoughts in a retrieved list."""
     if not thought_ids:
         return {}
-    marks = ", ".join("?" * len(thought_ids))
-    out: dict[int, list[str]] = {t: [] for t in thought_ids}
-    for r in services.copilot.store.db.query(
-            f"SELECT thought_id, source_kind, source_id FROM thought_sources WHERE thought_id IN ({marks}) "
-            "ORDER BY source_kind, source_id", thought_ids):
-        out[r["thought_id"]].append(f"{r['source_kind']} #{r['source_id']}")
-    return {t: "from " + ", ".join(v) if v else "" for t, v in out.items()}
+    edges = services.copilot.store.thoughts.sources_of(thought_ids)
+    return {t: "from " + ", ".join(f"{s.kind} #{s.id}" for s in v) if v else "" for t, v in edges.items()}

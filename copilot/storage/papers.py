@@ -1,0 +1,99 @@
+"""Papers: the shared arXiv papers and each user's uploads, with the one rule of who may see which."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from copilot.storage.rows import dumps_or_none, fetch_all, fetch_one, loads
+from copilot.storage.store import Store
+from copilot.types import Paper, PaperSummary
+
+# Columns holding JSON lists, and the table column each Paper field is kept in.
+_LIST_FIELDS = ("authors", "categories", "sections", "warnings", "references")
+_COLUMN = {"references": "references_json"}
+_STORED = [f.name for f in fields(Paper) if f.name != "n_chunks"]
+
+
+def visibility(user_id: str | None, owner_column: str = "user_id") -> tuple[str, list[Any]]:
+    """Who may see a paper, as a SQL condition over its owner column: a shared arXiv paper (no owner) is
+    everyone's, an upload only its owner's. With no user (the command line, the instance's owner) every paper."""
+    if user_id is None:
+        return "1", []
+    return f"({owner_column} IS NULL OR {owner_column} = ?)", [user_id]
+
+
+def _paper(row: dict[str, Any], n_chunks: int) -> Paper:
+    values: dict[str, Any] = {}
+    for name in _STORED:
+        value = row.get(_COLUMN.get(name, name))
+        if name in _LIST_FIELDS:
+            value = loads(value, [])
+        elif name == "meta":
+            value = loads(value, {})
+        values[name] = value
+    return Paper(**values, n_chunks=n_chunks)
+
+
+def _record(paper: Paper) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for name in _STORED:
+        value = getattr(paper, name)
+        if name in _LIST_FIELDS:
+            value = json.dumps(value)
+        elif name == "meta":
+            value = dumps_or_none(value)
+        record[_COLUMN.get(name, name)] = value
+    return record
+
+
+class PaperRepository:
+    """Reads and writes ``papers``; every read on behalf of a user applies :func:`visibility`."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def exists(self, paper_id: str) -> bool:
+        return self._store.conn.execute("SELECT 1 FROM papers WHERE id = ?", [paper_id]).fetchone() is not None
+
+    def get(self, paper_id: str, user_id: str | None = None) -> Paper | None:
+        """The paper, or None when there is none or ``user_id`` may not see it."""
+        rule, params = visibility(user_id)
+        row = fetch_one(self._store.conn, f"SELECT * FROM papers WHERE id = ? AND {rule}", [paper_id, *params])
+        return None if row is None else _paper(row, self._n_chunks(paper_id))
+
+    def by_hash(self, file_hash: str) -> Paper | None:
+        """A paper made from the PDF with this SHA-256, whoever added it (a PDF is stored once)."""
+        row = fetch_one(self._store.conn, "SELECT * FROM papers WHERE file_hash = ? LIMIT 1", [file_hash])
+        return None if row is None else _paper(row, self._n_chunks(row["id"]))
+
+    def visible(self, user_id: str | None = None) -> list[PaperSummary]:
+        """Every paper ``user_id`` may see, in the order they were added."""
+        rule, params = visibility(user_id, "p.user_id")
+        rows = fetch_all(self._store.conn,
+                         f"""SELECT p.id, p.title, p.source, p.arxiv_id, p.version, p.authors, p.published, p.n_pages,
+                                    p.user_id, p.added_at, COUNT(c.id) AS n_chunks
+                             FROM papers p LEFT JOIN chunks c ON c.paper_id = p.id
+                             WHERE {rule} GROUP BY p.id ORDER BY p.added_at, p.id""", params)
+        return [PaperSummary(**(row | {"authors": loads(row["authors"], [])})) for row in rows]
+
+    def add(self, paper: Paper) -> None:
+        self.add_many([paper])
+
+    def add_many(self, papers: Sequence[Paper]) -> None:
+        """Insert papers (their chunks go in with :meth:`ChunkRepository.add`, in the same transaction)."""
+        with self._store.transaction() as conn:
+            for paper in papers:
+                record = _record(paper)
+                conn.execute(f"INSERT INTO papers ({', '.join(record)}) VALUES ({', '.join('?' * len(record))})",
+                             list(record.values()))
+
+    def delete(self, paper_id: str) -> bool:
+        """Delete the paper row; its chunks must be gone first (see :meth:`ChunkRepository.delete`)."""
+        with self._store.transaction() as conn:
+            return conn.execute("DELETE FROM papers WHERE id = ?", [paper_id]).rowcount == 1
+
+    def _n_chunks(self, paper_id: str) -> int:
+        return int(self._store.conn.execute("SELECT COUNT(*) FROM chunks WHERE paper_id = ?", [paper_id]).fetchone()[0])

@@ -1,0 +1,35 @@
+"""Small helpers the repositories share: reading rows by column name and (de)serialising JSON columns."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+
+def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Every row of ``sql`` as a dict keyed by column name (the repository turns it into a record)."""
+    cursor = conn.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def fetch_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+    rows = fetch_all(conn, sql, params)
+    return rows[0] if rows else None
+
+
+def marks(values: Sequence[Any]) -> str:
+    """``?, ?, ?``: one placeholder per value of an ``IN (...)`` list."""
+    return ", ".join("?" * len(values))
+
+
+def loads(text: str | None, default: Any) -> Any:  # noqa: ANN401 - whatever the column holds
+    """A JSON column's value, or ``default`` when it is empty."""
+    return json.loads(text) if text else default
+
+
+def dumps_or_none(value: Any) -> str | None:  # noqa: ANN401
+    """JSON for a column that stays NULL when there is nothing to keep."""
+    return json.dumps(value) if value else None

@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     index_ef_construction: int = Field(128, ge=8, description="HNSW candidate list while inserting.")
     index_ef_search: int = Field(256, ge=8, description="HNSW candidate list while searching (at least the number "
                                  "of results asked for).")
-    index_delta_fraction: float = Field(0.25, gt=0.0, le=10.0, description="The index snapshot is rewritten when "
+    index_delta_fraction: float = Field(0.05, gt=0.0, le=10.0, description="The index snapshot is rewritten when "
                                         "its append-only delta passes this fraction of its size.")
 
     association: bool = Field(

@@ -87,11 +87,12 @@ def pack_context(
 ) -> PackedContext:
     """Keep candidates greedily: skip near-duplicates of kept items and items that overflow the budget."""
     packed = PackedContext(candidates=len(candidates))
-    kept_vectors: list[np.ndarray] = []
+    kept_vectors: np.ndarray | None = None  # one row per kept item, filled in order
     for item, vector in candidates:
         if len(packed.items) >= k:
             break
-        if kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > dedup_threshold:
+        kept = len(packed.items)
+        if kept and float(np.max(kept_vectors[:kept] @ vector)) > dedup_threshold:
             packed.skipped_duplicates += 1
             continue
         tokens = count_tokens(item.text) if count_tokens else (item.n_tokens or len(item.text) // 4)
@@ -101,5 +102,7 @@ def pack_context(
         item.n_tokens = tokens
         packed.items.append(item)
         packed.tokens += tokens
-        kept_vectors.append(vector)
+        if kept_vectors is None:
+            kept_vectors = np.empty((k, len(vector)), dtype=np.float32)
+        kept_vectors[kept] = vector
     return packed

@@ -154,3 +154,25 @@ def test_the_snapshot_is_rewritten_when_the_delta_grows(tmp_path: Path) -> None:
     assert len([p for p in tmp_path.iterdir() if p.suffix == ".delta"]) == 1
     loaded = IndexLog(tmp_path, "thoughts").load(600)
     assert loaded is not None and len(loaded) == 600
+
+
+def test_a_coalesced_replay_means_what_the_sequence_meant() -> None:
+    from copilot.storage.vectors import coalesced
+
+    rng = np.random.default_rng(8)
+    vectors = unit(rng, 12)
+    changes = [("upsert", [1, 2], vectors[0:2], [VectorMeta(owner="u")] * 2),
+               ("upsert", [3], vectors[2:3], [VectorMeta()]),
+               ("upsert", [2], vectors[3:4], [VectorMeta(owner="v")]),  # the same id again: the run breaks
+               ("delete", [1]),
+               ("upsert", [4, 5], vectors[4:6], [VectorMeta(paper="p")] * 2),
+               ("meta", [4], [VectorMeta(paper="q", owner="u")])]
+    joined = coalesced(changes)
+    assert [op[0] for op in joined] == ["upsert", "upsert", "delete", "upsert", "meta"]
+    one_by_one, at_once = VectorIndex(16), VectorIndex(16)
+    for change in changes:
+        one_by_one.apply([change])
+    at_once.apply(joined)
+    assert one_by_one.metas() == at_once.metas()
+    for q in range(6):
+        assert one_by_one.search(vectors[q], 4) == at_once.search(vectors[q], 4)

@@ -58,6 +58,9 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        # Reads by id (the rows behind each question's hits) go through memory-mapped pages and a 64 MB cache.
+        self.conn.execute("PRAGMA mmap_size=1073741824")
+        self.conn.execute("PRAGMA cache_size=-65536")
         self._lock = threading.RLock()
         self.index_options = index_options or IndexOptions()
         self._indices: dict[str, tuple[int, VectorIndex | None]] = {}

@@ -1,0 +1,1 @@
+"""Benchmarks: measurements for the README, never tests (``python -m copilot.bench scale``)."""

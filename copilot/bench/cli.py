@@ -1,0 +1,79 @@
+"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from copilot.config import Settings
+
+
+@click.group(help="Benchmarks: measure on this machine and print the figures.")
+def bench() -> None:
+    pass
+
+
+@bench.command(help="Retrieval, writes, cold start and memory as the library grows (see copilot/bench/scale.py).")
+@click.option("--sizes", default="10000,100000", show_default=True, help="Chunk counts, comma-separated.")
+@click.option("--backend", type=click.Choice(["sqlite"]), default="sqlite", show_default=True,
+              help="Storage backend measured.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per size, one per line.")
+@click.option("--queries", "n_queries", default=200, show_default=True, help="Real questions asked per size.")
+@click.option("--work-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the temporary libraries are built (default: the system's temporary folder).")
+def scale(sizes: str, backend: str, as_json: bool, n_queries: int, work_dir: str | None) -> None:
+    import os
+
+    import numpy as np
+
+    from copilot.bench import corpus
+    from copilot.bench.scale import markdown, run_size
+    from copilot.embeddings import Embedder
+    from copilot.storage import Store
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        counts = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(f"sizes must be whole numbers separated by commas, not {sizes!r}") from None
+    if not counts or min(counts) < 2_000:
+        raise click.BadParameter("each size must be at least 2000 chunks")
+    settings = Settings()
+    options = Store.index_options_from(settings)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    cache = settings.data_dir / "bench" / "scale"
+    embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
+    texts = corpus.real_texts()
+    log(f"embedding {len(texts)} real texts (cached in {cache})")
+    base = corpus.embedded(texts, cache / "texts.npz", embedder.encode_documents)
+    questions = corpus.real_queries(limit=n_queries)
+    queries = corpus.embedded(questions, cache / "queries.npz", embedder.encode_documents)
+    del embedder
+    root = Path(work_dir) if work_dir else None
+    if root:
+        root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in counts:
+        row = run_size(n, base, texts, np.asarray(queries), options, root, log)
+        rows.append(row)
+        if as_json:
+            print(json.dumps(row), flush=True)
+    if not as_json:
+        print(markdown(rows))
+
+
+@bench.command(hidden=True, help="The fresh-process half of `scale` (cold start, retrieval, memory).")
+@click.option("--work", type=click.Path(exists=True, file_okay=False), required=True)
+@click.option("--queries", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--options", required=True, help="The index options as JSON.")
+def probe(work: str, queries: str, options: str) -> None:
+    from copilot.bench.scale import probe as run_probe
+    from copilot.storage.vectors import IndexOptions
+
+    print(json.dumps(run_probe(Path(work), Path(queries), IndexOptions(**json.loads(options)))))

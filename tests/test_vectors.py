@@ -176,3 +176,19 @@ def test_a_coalesced_replay_means_what_the_sequence_meant() -> None:
     assert one_by_one.metas() == at_once.metas()
     for q in range(6):
         assert one_by_one.search(vectors[q], 4) == at_once.search(vectors[q], 4)
+
+
+def test_a_clean_close_snapshots_a_big_delta(tmp_path: Path) -> None:
+    from copilot.storage import Store
+
+    options = IndexOptions(min_delta_bytes=10**9, close_snapshot_bytes=5_000)
+    store = Store(tmp_path / "c.db", tmp_path / "index", options)
+    rng = np.random.default_rng(9)
+    for batch in range(12):
+        store.insert_with_vectors("memories", [{"user_id": "u", "text": f"m{batch}.{i}"} for i in range(4)],
+                                  unit(rng, 4, dim=64))
+    assert [g for _, g in index_files(tmp_path / "index", "memories")] == [1], "only the delta grew"
+    store.close()
+    assert [g for _, g in index_files(tmp_path / "index", "memories")] == [12]
+    with Store(tmp_path / "c.db", tmp_path / "index", options) as again:
+        assert len(again.index("memories")) == 48 and again.check_consistency()["memories"]

@@ -58,8 +58,7 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
-        # Reads by id (the rows behind each question's hits) go through memory-mapped pages and a 64 MB cache.
-        self.conn.execute("PRAGMA mmap_size=1073741824")
+        # The rows behind each question's hits are read by id: a 64 MB page cache keeps the hot ones.
         self.conn.execute("PRAGMA cache_size=-65536")
         self._lock = threading.RLock()
         self.index_options = index_options or IndexOptions()
@@ -101,8 +100,17 @@ class Store:
                             delta_fraction=settings.index_delta_fraction)
 
     def close(self) -> None:
+        """Close the database; an index whose delta has grown is snapshotted first, so the next start is quick
+        (replaying a delta re-inserts its vectors into the graph)."""
         with self._lock:
-            self.conn.close()
+            try:
+                for kind, (generation, index) in list(self._indices.items()):
+                    if index is not None and generation == self.generation(kind):
+                        self._log(kind).snapshot_if_delta(index, generation)
+            except (OSError, sqlite3.Error):
+                pass  # the files stay as they were: the next open replays the delta or rebuilds
+            finally:
+                self.conn.close()
 
     def __enter__(self) -> Store:
         return self

@@ -52,6 +52,7 @@ class IndexOptions:
     ef_search: int = 256  # at least the number of candidates asked for
     delta_fraction: float = 0.05  # rewrite the snapshot when the delta passes this fraction of it
     min_delta_bytes: int = 256 * 1024  # ...and at least this size: tiny indices are not rewritten per insert
+    close_snapshot_bytes: int = 4 * 1024 * 1024  # on a clean close, snapshot a delta at least this big
 
 
 class _Column:
@@ -642,6 +643,19 @@ class IndexLog:
             delta_bytes = path.stat().st_size
             if delta_bytes > max(self.options.delta_fraction * _size(newest[-1][0]), self.options.min_delta_bytes):
                 self._snapshot(index, generation)
+
+    def snapshot_if_delta(self, index: VectorIndex, generation: int) -> bool:
+        """Snapshot ``index`` (which is at ``generation``) if the newest snapshot's delta holds at least
+        ``close_snapshot_bytes``; True when it did."""
+        with self._locked():
+            newest = self.snapshots()
+            if not newest or newest[-1][1] >= generation:
+                return False
+            delta = self.delta_path(newest[-1][1])
+            if not delta.exists() or delta.stat().st_size < self.options.close_snapshot_bytes:
+                return False
+            self._snapshot(index, generation)
+            return True
 
     def write_snapshot(self, index: VectorIndex, generation: int) -> None:
         with self._locked():

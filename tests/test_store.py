@@ -154,3 +154,51 @@ def test_searches_apply_the_same_filter_as_sql(store: Store) -> None:
         finally:
             reopened.close()
     assert store.check_consistency() == {"chunks": True, "thoughts": True, "memories": True}
+
+
+def test_a_committed_write_never_fails_because_of_its_index(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from copilot.storage.vectors import IndexLog
+
+    ids = store.insert_with_vectors("memories", memories(2), unit(30, 2))
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(IndexLog, "append", disk_full)
+    more = store.insert_with_vectors("memories", memories(1), unit(31, 1))  # committed: no error reaches us
+    monkeypatch.undo()
+    assert store.db["memories"].count == 3
+    assert store.search("memories", unit(31, 1)[0], 1)[0][0] == more[0], "the index is rebuilt from the records"
+    assert store.check_consistency()["memories"] and ids
+
+
+def test_vectors_of_another_size_are_refused_before_writing(store: Store) -> None:
+    store.insert_with_vectors("memories", memories(2), unit(32, 2))
+    with pytest.raises(StoreError, match="8 dimensions, these have 12"):
+        store.insert_with_vectors("memories", memories(1), unit(33, 1, dim=12))
+    assert store.db["memories"].count == 2
+
+
+def test_index_files_of_a_lost_history_are_not_trusted(tmp_path: Path) -> None:
+    """A database restored from a backup reaches the same generation numbers with other rows: the index files
+    made for the lost rows carry another token, so they are rebuilt instead of loaded."""
+    import sqlite3
+
+    db, index_dir = tmp_path / "copilot.db", tmp_path / "index"
+    with Store(db, index_dir) as store:
+        store.insert_with_vectors("memories", memories(3), unit(40, 3))
+        with sqlite3.connect(db) as live, sqlite3.connect(tmp_path / "backup.db") as backup:
+            live.backup(backup)
+        lost = store.insert_with_vectors("memories", memories(2), unit(41, 2))  # generation 2: then lost
+    (tmp_path / "backup.db").replace(db)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with Store(db, index_dir) as store:
+        kept = store.insert_with_vectors("memories", memories(2), unit(42, 2))  # generation 2 again, other rows
+        assert store.generation("memories") == 2
+    with Store(db, index_dir) as fresh:
+        for vector, item_id in zip(unit(42, 2), kept, strict=True):  # the same row ids as the lost rows had
+            (hit_id, score), = fresh.search("memories", vector, 1)
+            assert hit_id == item_id and score > 0.999, "the index holds the rows the database holds"
+        assert max(score for _, score in fresh.search("memories", unit(41, 2)[0], 5)) < 0.999, lost
+        assert fresh.check_consistency()["memories"]

@@ -110,7 +110,7 @@ def test_a_partition_turns_into_hnsw_and_keeps_every_row() -> None:
     assert index.partitions["shared"].hnsw
     assert sorted(index.ids().tolist()) == list(range(300))
     assert all(index.search(vectors[i], 1)[0][0] == i for i in range(0, 300, 17))
-    assert index.memory_bytes() <= 2 * 300 * 16 * 4 + 300 * 400  # vectors, links and metadata
+    assert index.memory_bytes() <= 2 * 300 * 16 * 4 + 300 * 600  # vectors, links, metadata and the id map
 
 
 def test_snapshot_plus_delta_reproduces_the_index(tmp_path: Path) -> None:
@@ -192,3 +192,58 @@ def test_a_clean_close_snapshots_a_big_delta(tmp_path: Path) -> None:
     assert [g for _, g in index_files(tmp_path / "index", "memories")] == [12]
     with Store(tmp_path / "c.db", tmp_path / "index", options) as again:
         assert len(again.index("memories")) == 48 and again.check_consistency()["memories"]
+
+
+def test_a_garbled_record_in_the_middle_of_the_delta_is_not_replayed(tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    vectors = unit(rng, 10)
+    log = IndexLog(tmp_path, "memories")
+    index = VectorIndex(16)
+    for gen in range(1, 6):
+        change = [("upsert", [gen], vectors[gen:gen + 1], [VectorMeta(owner="u")])]
+        index.apply(change)
+        log.append(gen, change, index)
+    delta = tmp_path / "memories.1.delta"
+    data = bytearray(delta.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped bit inside the third of four records
+    delta.write_bytes(bytes(data))
+    assert IndexLog(tmp_path, "memories").load(2) is not None, "the records before it still replay"
+    assert IndexLog(tmp_path, "memories").load(5) is None, "what follows a bad record is never trusted"
+
+
+def test_selective_filters_on_a_graph_widen_then_scan_exactly() -> None:
+    rng = np.random.default_rng(13)
+    n = 3000
+    vectors = unit(rng, n)
+    confidence = rng.random(n)
+    metas = [VectorMeta(confidence=float(c)) for c in confidence]
+    index = VectorIndex.build(16, np.arange(n), vectors, metas, IndexOptions(hnsw_threshold=100, ef_search=16))
+    assert index.partitions["shared"].hnsw
+    for floor, exact in ((0.8, False), (0.995, True)):  # a fifth of the rows pass; then a handful
+        where = VectorFilter(min_confidence=floor)
+        found_total = 0
+        for q in range(0, n, 300):
+            hits = index.search(vectors[q], 10, where)
+            assert all(confidence[i] >= floor for i, _ in hits)
+            truth = brute_force(vectors, metas, set(range(n)), vectors[q], 10, where)
+            assert len(hits) == len(truth), "k results whenever k rows pass"
+            found_total += len({i for i, _ in hits} & set(truth))
+            if exact:
+                assert [i for i, _ in hits] == truth
+        assert found_total >= 0.9 * 10 * len(range(0, n, 300))
+
+
+def test_deleting_many_rows_compacts_and_keeps_every_other_row() -> None:
+    rng = np.random.default_rng(14)
+    vectors = unit(rng, 400)
+    metas = [VectorMeta(owner=None if i % 2 else "u", paper=f"p{i % 7}") for i in range(400)]
+    index = VectorIndex.build(16, np.arange(400), vectors, metas, IndexOptions(hnsw_threshold=10_000))
+    gone = set(range(0, 400, 3)) | set(range(1, 400, 5))
+    index.delete(sorted(gone))
+    alive = set(range(400)) - gone
+    assert index.partitions["shared"].dead == 0 and index.partitions["u:u"].dead == 0, "compacted"
+    assert set(index.metas()) == alive
+    for where in (VectorFilter(), VectorFilter(owner="u", shared=True, papers=frozenset({"p2", "p5"}))):
+        for q in range(0, 400, 41):
+            assert [i for i, _ in index.search(vectors[q], 10, where)] == \
+                brute_force(vectors, metas, alive, vectors[q], 10, where)

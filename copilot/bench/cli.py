@@ -11,6 +11,9 @@ import click
 from copilot.config import Settings
 
 
+WARM_UP = 20  # questions asked before the measured ones
+
+
 @click.group(help="Benchmarks: measure on this machine and print the figures.")
 def bench() -> None:
     pass
@@ -52,15 +55,17 @@ def scale(sizes: str, backend: str, as_json: bool, n_queries: int, work_dir: str
     texts = corpus.real_texts()
     log(f"embedding {len(texts)} real texts (cached in {cache})")
     base = corpus.embedded(texts, cache / "texts.npz", embedder.encode_documents)
-    questions = corpus.real_queries(limit=n_queries)
-    queries = corpus.embedded(questions, cache / "queries.npz", embedder.encode_documents)
+    questions = corpus.real_queries(limit=n_queries + WARM_UP)
+    # Embedded as the chat embeds a question (the association adapter only changes the thought query).
+    queries = corpus.embedded(questions, cache / "queries.npz", embedder.encode_queries)
     del embedder
     root = Path(work_dir) if work_dir else None
     if root:
         root.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in counts:
-        row = run_size(n, base, texts, np.asarray(queries), options, root, log)
+        row = run_size(n, base, texts, np.asarray(queries[WARM_UP:]), np.asarray(queries[:WARM_UP]), options, root,
+                       log)
         rows.append(row)
         if as_json:
             print(json.dumps(row), flush=True)

@@ -184,3 +184,11 @@ def m003_refreshes_and_follows(db: Database) -> None:
         if_not_exists=True,
     )
     db["refreshes"].create_index(["user_id"], if_not_exists=True)
+
+
+@migration
+def m004_generation_tokens(db: Database) -> None:
+    """A random token per generation bump: an index file made for a generation number the database later reused
+    (a restored backup, commits lost with the power) has another token, and is rebuilt instead of trusted."""
+    if "token" not in db["vector_generations"].columns_dict:
+        db["vector_generations"].add_column("token", str)

@@ -10,6 +10,8 @@ two always agree. Another process's writes are caught up from the same delta.
 
 from __future__ import annotations
 
+import logging
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -25,6 +27,8 @@ from copilot.config import Settings
 from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
 from copilot.types import VectorFilter, VectorMeta
+
+log = logging.getLogger(__name__)
 
 
 class StoreError(RuntimeError):
@@ -165,8 +169,14 @@ class Store:
         return int(row[0]) if row else 0
 
     def _bump(self, conn: sqlite3.Connection, kind: str) -> int:
-        conn.execute("UPDATE vector_generations SET generation = generation + 1 WHERE kind = ?", (kind,))
+        conn.execute("UPDATE vector_generations SET generation = generation + 1, token = ? WHERE kind = ?",
+                     (secrets.token_hex(8), kind))
         return int(conn.execute("SELECT generation FROM vector_generations WHERE kind = ?", (kind,)).fetchone()[0])
+
+    def _token(self, kind: str) -> str | None:
+        """The token of ``kind``'s current generation (what an index made for it must carry)."""
+        row = self.conn.execute("SELECT token FROM vector_generations WHERE kind = ?", (kind,)).fetchone()
+        return row[0] if row else None
 
     # ----- writes ------------------------------------------------------------------------------------
 
@@ -183,6 +193,7 @@ class Store:
         columns = list(records[0].keys())
         if any(list(r.keys()) != columns for r in records):
             raise StoreError("all records of one insert must have the same fields")
+        self._check_dimension(kind, vectors.shape[1])
         names = ", ".join([*columns, "embedding"])
         marks = ", ".join("?" * (len(columns) + 1))
         ids = []
@@ -205,6 +216,7 @@ class Store:
         _check_kind(kind)
         assignments = ", ".join(f"{c} = ?" for c in [*fields, "embedding"])
         vector = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        self._check_dimension(kind, vector.shape[1])
         with self.transaction() as conn:
             cursor = conn.execute(
                 f"UPDATE {kind} SET {assignments} WHERE id = ?", [*fields.values(), to_blob(vector), item_id]
@@ -213,6 +225,13 @@ class Store:
                 raise StoreError(f"no {kind} row with id {item_id}")
             changes = [("upsert", [item_id], vector, self._metas(conn, kind, [item_id]))]
             self._queue(kind, self._bump(conn, kind), changes, dim=vector.shape[1])
+
+    def _check_dimension(self, kind: str, dim: int) -> None:
+        """Refuse vectors of another size than the index holds (another embedding model), before writing."""
+        index = self.index(kind)
+        if index is not None and index.dim != dim:
+            raise StoreError(f"{kind} vectors have {index.dim} dimensions, these have {dim}: the embedding model "
+                             "changed; nothing was written")
 
     def delete_with_vectors(self, kind: str, ids: Sequence[int]) -> int:
         """Delete rows and their vectors (joins the caller's transaction when there is one)."""
@@ -260,22 +279,32 @@ class Store:
         return log
 
     def _queue(self, kind: str, generation: int, changes: list, dim: int | None = None) -> None:
-        """Run ``_apply`` once the enclosing transaction has committed."""
-        self._after_commit.append(lambda: self._apply(kind, generation, changes, dim))
+        """Run ``_apply`` once the enclosing transaction has committed (called inside it, after the bump)."""
+        token = self._token(kind)
+        self._after_commit.append(lambda: self._apply(kind, generation, changes, dim, token))
 
-    def _apply(self, kind: str, generation: int, changes: list, dim: int | None = None) -> None:
+    def _apply(self, kind: str, generation: int, changes: list, dim: int | None = None,
+               token: str | None = None) -> None:
         """Bring the in-memory index to ``generation``: apply ``changes`` if it was one step behind (and record
         them in the delta), else catch up from the files or rebuild."""
         with self._lock:
-            loaded_gen, index = self._indices.get(kind, (-1, None))
-            if loaded_gen == generation - 1 and (index is not None or dim is not None):
-                if index is None:
-                    index = VectorIndex(int(dim), self.index_options)  # type: ignore[arg-type]
-                index.apply(changes)
-                self._indices[kind] = (generation, index)
-                self._log(kind).append(generation, changes, index)
-            else:
-                self.index(kind)
+            try:
+                loaded_gen, index = self._indices.get(kind, (-1, None))
+                if loaded_gen == generation - 1 and (index is not None or dim is not None):
+                    if index is None:
+                        index = VectorIndex(int(dim), self.index_options)  # type: ignore[arg-type]
+                    self._indices[kind] = (-1, index)  # not labelled until the change is whole
+                    index.apply(changes)
+                    index.token = token
+                    self._indices[kind] = (generation, index)
+                    self._log(kind).append(generation, changes, index)
+                else:
+                    self.index(kind)
+            except Exception as exc:  # noqa: BLE001 - the write is committed: never report it as failed
+                # The records hold the change; the index is reloaded (or rebuilt) from them on next use.
+                self._indices.pop(kind, None)
+                log.warning("the %s index could not follow generation %d (%s); it is reloaded on next use",
+                            kind, generation, exc)
 
     def embeddings(self, kind: str, conn: sqlite3.Connection | None = None) -> tuple[np.ndarray, np.ndarray]:
         """All ids and embeddings of ``kind`` from SQLite, in id order."""
@@ -304,11 +333,13 @@ class Store:
             if loaded_gen == current:
                 return index
             if index is not None and 0 <= loaded_gen < current:
+                self._indices[kind] = (-1, None)  # a failed catch-up leaves nothing half-applied behind
                 try:
-                    if self._log(kind).catch_up(index, loaded_gen, current):  # another process wrote
+                    if (self._log(kind).catch_up(index, loaded_gen, current)  # another process wrote
+                            and index.token == self._token(kind)):
                         self._indices[kind] = (current, index)
                         return index
-                except (ValueError, KeyError, IndexError):
+                except Exception:  # noqa: BLE001 - an unreadable record: load the files afresh or rebuild
                     pass
             return self._load_or_rebuild(kind)
 
@@ -317,14 +348,17 @@ class Store:
         log = self._log(kind)
         self.conn.execute("BEGIN")
         try:
-            generation = self.generation(kind)
+            generation, token = self.generation(kind), self._token(kind)
             log.clean_leftovers()
             index = log.load(generation)
+            if index is not None and index.token != token:
+                index = None  # files made for another history of this generation number
             if index is None:
                 index = self._rebuild(kind)
                 if index is None:
                     log.remove_all()
                 else:
+                    index.token = token
                     log.write_snapshot(index, generation)
         finally:
             self.conn.execute("COMMIT")

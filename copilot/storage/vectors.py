@@ -27,6 +27,7 @@ import pickle
 import re
 import shutil
 import struct
+import sys
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class IndexOptions:
     ef_search: int = 256  # at least the number of candidates asked for
     delta_fraction: float = 0.05  # rewrite the snapshot when the delta passes this fraction of it
     min_delta_bytes: int = 256 * 1024  # ...and at least this size: tiny indices are not rewritten per insert
-    close_snapshot_bytes: int = 4 * 1024 * 1024  # on a clean close, snapshot a delta at least this big
+    close_snapshot_bytes: int = 1024 * 1024  # on a clean close, snapshot a delta at least this big
 
 
 class _Column:
@@ -204,6 +205,9 @@ class _Partition:
         wanted = k + min(self.dead, 4 * k)
         while True:
             fetch = min(wanted, n)
+            if fetch > k and fetch * 8 > n:
+                # a filter this selective: one exact masked scan is cheaper than a wider graph walk
+                return self._exact(query, k, None, rule)
             params = faiss.SearchParametersHNSW(efSearch=max(self.options.ef_search, fetch))
             scores, positions = self.index.search(query.reshape(1, -1), fetch, params=params)
             found = positions[0] >= 0
@@ -212,8 +216,6 @@ class _Partition:
             if keep.sum() >= k or fetch >= n:
                 return [(int(self.ids.data[p]), float(s)) for p, s in zip(positions[keep][:k], scores[keep][:k],
                                                                           strict=True)]
-            if fetch * 8 > n:  # a filter this selective: one exact masked scan is cheaper than a wider graph walk
-                return self._exact(query, k, None, rule)
             wanted = fetch * 4
 
     def _exact(self, query: np.ndarray, k: int, positions: np.ndarray | None, rule: _RowRule
@@ -267,6 +269,7 @@ class VectorIndex:
         self.located: dict[int, tuple[str, int]] = {}  # id -> (partition, position)
         self.strings: list[str] = []
         self._codes: dict[str, int] = {}
+        self.token: str | None = None  # the generation token of the database state this index mirrors
 
     def __len__(self) -> int:
         return len(self.located)
@@ -395,7 +398,12 @@ class VectorIndex:
             if not papers:
                 return []
         hits: list[tuple[int, float]] = []
-        for key, part in self.partitions.items():
+        if where.scoped_by_owner:  # only the partitions the filter names: one per user would be many
+            keys = [SHARED] * where.shared + [PUBLIC] + ([f"u:{where.owner}"] if where.owner is not None else [])
+            named = [(key, self.partitions[key]) for key in keys if key in self.partitions]
+        else:
+            named = list(self.partitions.items())
+        for key, part in named:
             rule = self._rule(key, where, papers)
             if rule is not None:
                 hits += part.search(query, k, rule)
@@ -416,12 +424,12 @@ class VectorIndex:
             elif key == SHARED:
                 if not where.shared:
                     return None
-            elif key != f"u:{where.owner}":
+            elif where.owner is None or key != f"u:{where.owner}":
                 return None
         return _RowRule(papers, owners, where.min_confidence, where.unflagged)
 
     def memory_bytes(self) -> int:
-        """What the partitions hold: vectors, graph links and metadata columns."""
+        """What the index holds: vectors, graph links, metadata columns, and (estimated) its Python maps."""
         total = 0
         for part in self.partitions.values():
             total += part.ids.n * self.dim * 4
@@ -431,6 +439,9 @@ class VectorIndex:
                 total += faiss.vector_to_array(hnsw.levels).nbytes
             total += sum(c.data.nbytes for c in (part.ids, part.alive, part.owner, part.paper, part.confidence,
                                                   part.flagged))
+            total += sum(sys.getsizeof(rows) for rows in part.by_paper.values()) + 28 * part.ids.n
+        # the id map: the dict, and per id a tuple, a partition name reference and two small ints
+        total += sys.getsizeof(self.located) + len(self.located) * (sys.getsizeof((0, 0)) + 2 * 28)
         return total
 
     # ----- changes as data (what the delta log records) ----------------------------------------------
@@ -458,7 +469,7 @@ class VectorIndex:
             parts[key] = {"file": name, "ids": part.ids.view, "alive": part.alive.view, "owner": part.owner.view,
                           "paper": part.paper.view, "confidence": part.confidence.view,
                           "flagged": part.flagged.view, "dead": part.dead}
-        meta = {"dim": self.dim, "strings": self.strings, "partitions": parts}
+        meta = {"dim": self.dim, "strings": self.strings, "partitions": parts, "token": self.token}
         with open(directory / "meta.pkl", "wb") as handle:
             pickle.dump(meta, handle, protocol=pickle.HIGHEST_PROTOCOL)
             handle.flush()
@@ -470,6 +481,7 @@ class VectorIndex:
             meta = pickle.load(handle)  # noqa: S301 - our own data directory
         index = cls(int(meta["dim"]), options)
         index.strings = list(meta["strings"])
+        index.token = meta.get("token")
         index._codes = {s: i for i, s in enumerate(index.strings)}
         for key, saved in meta["partitions"].items():
             part = _Partition(index.dim, index.options)
@@ -494,13 +506,14 @@ def coalesced(changes: Sequence[tuple]) -> list[tuple]:
     it already holds, so the result means exactly what the sequence did."""
     out: list[tuple] = []
     ids: list[int] = []
+    held: set[int] = set()
     vectors: list[np.ndarray] = []
     metas: list = []
 
     def flush() -> None:
         if ids:
             out.append(("upsert", list(ids), np.vstack(vectors), list(metas)))
-            ids.clear(), vectors.clear(), metas.clear()
+            ids.clear(), held.clear(), vectors.clear(), metas.clear()
 
     for op in changes:
         if op[0] != "upsert":
@@ -508,9 +521,10 @@ def coalesced(changes: Sequence[tuple]) -> list[tuple]:
             out.append(op)
             continue
         op_ids = [int(i) for i in op[1]]
-        if set(op_ids) & set(ids):
+        if not held.isdisjoint(op_ids) or len(set(op_ids)) != len(op_ids):
             flush()
         ids.extend(op_ids)
+        held.update(op_ids)
         vectors.append(np.asarray(op[2], dtype=np.float32).reshape(len(op_ids), -1))
         metas.extend(op[3] if op[3] is not None else [VectorMeta()] * len(op_ids))
     flush()
@@ -537,7 +551,9 @@ class IndexLog:
     """The files of one kind: ``<kind>.<gen>.snap/`` (the index as of generation gen) and ``<kind>.<gen>.delta``
     (the changes after it, one record per generation, appended after each commit).
 
-    A record is ``magic | length | crc32 | pickled (generation, changes)``; a torn or garbled tail is ignored.
+    A record is ``magic | length | crc32 | pickled (generation, token, changes)``; a torn or garbled tail is
+    ignored. The token (random per generation bump, kept in the database) tells an index made for this database's
+    history from one made for a generation number it later reused (a restored backup, commits lost in a power cut).
     Snapshots are written to a temporary folder and renamed into place, so a reader sees a whole snapshot or
     none. Deltas are not fsynced: losing one only costs a rebuild from the records, which are the truth.
     Writers serialise on ``<kind>.lock``; readers need no lock.
@@ -550,7 +566,7 @@ class IndexLog:
         directory.mkdir(parents=True, exist_ok=True)
         self.base: int | None = None  # the snapshot the loaded index came from
         self._offset = 0  # how far the base's delta has been read
-        self._pending: dict[int, list] = {}  # records read ahead of the loaded generation
+        self._pending: dict[int, tuple] = {}  # (token, changes) read ahead of the loaded generation
 
     # ----- what is on disk ---------------------------------------------------------------------------
 
@@ -592,7 +608,10 @@ class IndexLog:
             except (OSError, RuntimeError, ValueError, EOFError, KeyError, pickle.UnpicklingError):
                 return None
             self.base, self._offset, self._pending = gen, 0, {}
-            return index if self.catch_up(index, gen, target) else None
+            try:
+                return index if self.catch_up(index, gen, target) else None
+            except Exception:  # noqa: BLE001 - a record that does not apply: the caller rebuilds
+                return None
         return None
 
     def catch_up(self, index: VectorIndex, current: int, target: int) -> bool:
@@ -602,7 +621,10 @@ class IndexLog:
         self._read_delta()
         if any(gen not in self._pending for gen in range(current + 1, target + 1)):
             return False
-        index.apply(coalesced([op for gen in range(current + 1, target + 1) for op in self._pending.pop(gen)]))
+        records = [self._pending.pop(gen) for gen in range(current + 1, target + 1)]
+        index.apply(coalesced([op for _, changes in records for op in changes]))
+        if records:
+            index.token = records[-1][0]
         for gen in [g for g in self._pending if g <= target]:
             del self._pending[gen]
         return True
@@ -620,8 +642,8 @@ class IndexLog:
             payload = data[at + _HEADER.size: at + _HEADER.size + length]
             if magic != _MAGIC or len(payload) < length or zlib.crc32(payload) != crc:
                 break  # a torn tail (a writer killed mid-append, or still appending): stop here
-            generation, changes = pickle.loads(payload)  # noqa: S301 - our own data directory
-            self._pending[int(generation)] = changes  # a later record of one generation wins
+            generation, token, changes = pickle.loads(payload)  # noqa: S301 - our own data directory
+            self._pending[int(generation)] = (token, changes)  # a later record of one generation wins
             at += _HEADER.size + length
         self._offset += at
 
@@ -635,7 +657,7 @@ class IndexLog:
             if base is None or base >= generation:
                 self._snapshot(index, generation)
                 return
-            payload = pickle.dumps((generation, changes), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps((generation, index.token, changes), protocol=pickle.HIGHEST_PROTOCOL)
             path = self.delta_path(base)
             _append_bytes(path, _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload)
             if self.base == base:
@@ -700,7 +722,11 @@ class _FileLock:
 
     def __enter__(self) -> _FileLock:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -712,7 +738,9 @@ def _append_bytes(path: Path, record: bytes) -> None:
     """One write(2) with O_APPEND: concurrent readers see the record whole or not yet (the crc tells)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, record)
+        written = os.write(fd, record)
+        while written < len(record):  # a short write (a full disk): the rest, or an error; the CRC guards
+            written += os.write(fd, record[written:])
     finally:
         os.close(fd)
 

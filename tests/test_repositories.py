@@ -3,25 +3,15 @@ to the vector index inside the transaction that makes them."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from copilot.storage import Store
 from copilot.types import Chunk, Paper, PaperSummary, ThoughtSource, VectorFilter
+from tests.test_store import store, unit  # noqa: F401 - the same store fixture and vectors
 
 
-def unit(seed: int, n: int = 1, dim: int = 8) -> np.ndarray:
-    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "copilot.db", tmp_path / "index")
-    yield s
-    s.close()
 
 
 def chunk(paper_id: str, seq: int, section: str = "Introduction") -> Chunk:

@@ -8,7 +8,7 @@ from copilot.storage import Store, StoreError, from_blob
 from copilot.storage.vectors import index_files
 
 
-def unit(seed: int, n: int, dim: int = 8) -> np.ndarray:
+def unit(seed: int, n: int = 1, dim: int = 8) -> np.ndarray:
     v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 

@@ -35,7 +35,7 @@ bench-ingest: $(VENV)/.runtime-installed
 bench-thoughts: $(VENV)/.runtime-installed
 	$(PY) -m copilot.session_bench
 
-# Storage at scale (README, "Storage at scale"): 10k, 100k and 1M chunks; about 20 minutes on 2 cores.
+# Storage at scale (README, "Storage at scale"): 10k, 100k and 1M chunks; about 8 minutes on 2 cores.
 SCALE_SIZES ?= 10000,100000,1000000
 bench-scale: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench scale --sizes $(SCALE_SIZES) $(SCALE_ARGS)

@@ -316,7 +316,7 @@ def visible_paper(copilot, paper_ref: str, user_id: str) -> Paper:  # noqa: ANN0
 
 
 def visible_paper_ids(copilot, user_id: str) -> list[str]:  # noqa: ANN001
-    return [p.id for p in library_for(copilot).list(user_id)]
+    return copilot.store.papers.visible_ids(user_id)
 
 
 def body_chunks(store: Store, paper_id: str) -> list[Chunk]:
@@ -539,12 +539,12 @@ def related_by_paper(copilot, query: str, paper_ids: list[str], *, per_paper: in
     cannot crowd the others out: related work needs breadth. Papers scoring under :data:`RELATED_MIN_SCORE`
     are left out unless nothing scores higher.
     """
-    chunks = copilot.store.chunks.of_papers(paper_ids)
-    paper_of = {c.id: c.paper_id for c in chunks if not _SKIPPED_SECTION.match(c.section or "")}
+    sections = copilot.store.chunks.sections_of(paper_ids)
+    paper_of = {i: paper for i, (paper, section) in sections.items() if not _SKIPPED_SECTION.match(section or "")}
     if not paper_of:
         return {}
     hits = [(i, score) for i, score in copilot.store.search(
-        "chunks", copilot.embedder.encode_query(query), min(len(chunks), 5000),
+        "chunks", copilot.embedder.encode_query(query), min(len(sections), 5000),
         VectorFilter(papers=frozenset(paper_ids)))
         if i in paper_of]
     best: dict[str, list[tuple[int, float]]] = {}

@@ -126,6 +126,7 @@ def test_joined_transaction_is_all_or_nothing(store: Store) -> None:
 def test_searches_apply_the_same_filter_as_sql(store: Store) -> None:
     """The index's filters (partitions and metadata columns) select exactly the rows the SQL condition does."""
     from copilot.retrieval import chunk_scope, thought_scope
+    from copilot.storage.store import VECTOR_META, filter_sql
     from copilot.types import VectorFilter
 
     rng = np.random.default_rng(11)
@@ -145,7 +146,8 @@ def test_searches_apply_the_same_filter_as_sql(store: Store) -> None:
                ("thoughts", thought_scope("u2", include_public=False, min_confidence=0.0)),
                ("thoughts", VectorFilter(owner="u0"))]
     for kind, where in filters:
-        expected = set(store._ids_where(kind, where))  # evaluated by SQL
+        sql, params = filter_sql(where)  # the filter evaluated by SQL
+        expected = {r[0] for r in store.conn.execute(f"SELECT id FROM ({VECTOR_META[kind]}) WHERE {sql}", params)}
         found = store.search(kind, unit(5, 1)[0], 100, where)
         assert {i for i, _ in found} == expected and len(expected) == store.count(kind, where), (kind, where)
         reopened = Store(store.db_path, store.index_dir)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from copilot.storage.papers import visibility
-from copilot.storage.rows import fetch_all, marks
-from copilot.storage.store import Store, from_blob
+from copilot.storage.rows import fetch_all, from_blob, marks
 from copilot.types import Chunk
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 _FIELDS = ("paper_id", "seq", "section", "text", "page_start", "page_end", "char_start", "char_end", "n_tokens")
 _SELECT = ", ".join(f"c.{name}" for name in ("id", *_FIELDS))
@@ -37,6 +39,14 @@ class ChunkRepository:
 
     def ids_of(self, paper_id: str) -> list[int]:
         return [r[0] for r in self._store.conn.execute("SELECT id FROM chunks WHERE paper_id = ?", [paper_id])]
+
+    def sections_of(self, paper_ids: Sequence[str]) -> dict[int, tuple[str, str | None]]:
+        """chunk id -> (paper id, section) for these papers: what choosing among them needs, without the texts."""
+        if not paper_ids:
+            return {}
+        rows = self._store.conn.execute(f"SELECT id, paper_id, section FROM chunks WHERE paper_id IN "
+                                        f"({marks(paper_ids)})", list(paper_ids))
+        return {int(r[0]): (r[1], r[2]) for r in rows}
 
     def of_papers(self, paper_ids: Sequence[str], *, vectors: bool = False) -> list[Chunk]:
         """The chunks of these papers in reading order (by paper as given, then by position)."""

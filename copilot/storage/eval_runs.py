@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from copilot.storage.rows import fetch_all, loads
-from copilot.storage.store import Store
 from copilot.types import EvalRun
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 
 class EvalRunRepository:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from copilot.storage.rows import fetch_one, loads
-from copilot.storage.store import Store, utc_now
+from typing import TYPE_CHECKING
+
+from copilot.storage.rows import fetch_one, loads, utc_now
 from copilot.types import Refresh
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 
 class FollowRepository:

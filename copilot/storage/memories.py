@@ -6,9 +6,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from copilot.storage.rows import fetch_all, marks
-from copilot.storage.store import Store, utc_now
+from typing import TYPE_CHECKING
+
+from copilot.storage.rows import fetch_all, marks, utc_now
 from copilot.types import Memory
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 
 class MemoryRepository:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from copilot.storage.rows import dumps_or_none, fetch_all, fetch_one, loads
-from copilot.storage.store import Store
 from copilot.types import Paper, PaperSummary
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 # Columns holding JSON lists, and the table column each Paper field is kept in.
 _LIST_FIELDS = ("authors", "categories", "sections", "warnings", "references")
 _COLUMN = {"references": "references_json"}
 _STORED = [f.name for f in fields(Paper) if f.name != "n_chunks"]
+# A paper read whole, with its chunk count in the same statement.
+_WITH_COUNT = "SELECT p.*, (SELECT COUNT(*) FROM chunks c WHERE c.paper_id = p.id) AS n_chunks FROM papers p"
 
 
 def visibility(user_id: str | None, owner_column: str = "user_id") -> tuple[str, list[Any]]:
@@ -60,14 +64,21 @@ class PaperRepository:
 
     def get(self, paper_id: str, user_id: str | None = None) -> Paper | None:
         """The paper, or None when there is none or ``user_id`` may not see it."""
-        rule, params = visibility(user_id)
-        row = fetch_one(self._store.conn, f"SELECT * FROM papers WHERE id = ? AND {rule}", [paper_id, *params])
-        return None if row is None else _paper(row, self._n_chunks(paper_id))
+        rule, params = visibility(user_id, "p.user_id")
+        row = fetch_one(self._store.conn, f"{_WITH_COUNT} WHERE p.id = ? AND {rule}", [paper_id, *params])
+        return None if row is None else _paper(row, row["n_chunks"])
 
     def by_hash(self, file_hash: str) -> Paper | None:
         """A paper made from the PDF with this SHA-256, whoever added it (a PDF is stored once)."""
-        row = fetch_one(self._store.conn, "SELECT * FROM papers WHERE file_hash = ? LIMIT 1", [file_hash])
-        return None if row is None else _paper(row, self._n_chunks(row["id"]))
+        row = fetch_one(self._store.conn, f"{_WITH_COUNT} WHERE p.file_hash = ? LIMIT 1", [file_hash])
+        return None if row is None else _paper(row, row["n_chunks"])
+
+    def visible_ids(self, user_id: str | None = None) -> list[str]:
+        """The ids of every paper ``user_id`` may see, in the order they were added (no chunk counts: this is on
+        the path of every question)."""
+        rule, params = visibility(user_id)
+        return [r[0] for r in self._store.conn.execute(
+            f"SELECT id FROM papers WHERE {rule} ORDER BY added_at, id", params)]
 
     def visible(self, user_id: str | None = None) -> list[PaperSummary]:
         """Every paper ``user_id`` may see, in the order they were added."""
@@ -94,6 +105,3 @@ class PaperRepository:
         """Delete the paper row; its chunks must be gone first (see :meth:`ChunkRepository.delete`)."""
         with self._store.transaction() as conn:
             return conn.execute("DELETE FROM papers WHERE id = ?", [paper_id]).rowcount == 1
-
-    def _n_chunks(self, paper_id: str) -> int:
-        return int(self._store.conn.execute("SELECT COUNT(*) FROM chunks WHERE paper_id = ?", [paper_id]).fetchone()[0])

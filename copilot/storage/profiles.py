@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from copilot.storage.rows import fetch_one
-from copilot.storage.store import Store, utc_now
+from typing import TYPE_CHECKING
+
+from copilot.storage.rows import fetch_one, utc_now
 from copilot.types import Profile
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 
 class ProfileRepository:

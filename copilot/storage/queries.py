@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from copilot.storage.rows import fetch_all, fetch_one, loads
-from copilot.storage.store import Store, utc_now
+from copilot.storage.rows import fetch_all, fetch_one, loads, utc_now
 from copilot.types import Feedback, Query
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 
 def _query(row: dict[str, Any]) -> Query:

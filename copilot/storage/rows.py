@@ -1,11 +1,28 @@
-"""Small helpers the repositories share: reading rows by column name and (de)serialising JSON columns."""
+"""Small helpers the storage modules share: timestamps, vector blobs, reading rows by column name and
+(de)serialising JSON columns."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
+
+
+def utc_now() -> str:
+    """The timestamp every record carries: UTC, ISO 8601, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
 
 
 def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,16 @@ import numpy as np
 from sqlite_utils import Database
 
 from copilot.config import Settings
+from copilot.storage.chunks import ChunkRepository
+from copilot.storage.eval_runs import EvalRunRepository
+from copilot.storage.follows import FollowRepository, RefreshRepository
+from copilot.storage.memories import MemoryRepository
 from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
+from copilot.storage.papers import PaperRepository
+from copilot.storage.profiles import ProfileRepository
+from copilot.storage.queries import QueryRepository
+from copilot.storage.rows import from_blob, to_blob
+from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
 from copilot.types import VectorFilter, VectorMeta
 
@@ -33,19 +41,6 @@ log = logging.getLogger(__name__)
 
 class StoreError(RuntimeError):
     """A storage operation was refused; the message says why."""
-
-
-def utc_now() -> str:
-    """The timestamp every record carries: UTC, ISO 8601, to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def to_blob(vector: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-
-def from_blob(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
 
 
 class Store:
@@ -73,15 +68,6 @@ class Store:
         with self._lock:
             migrate(self.db)
         # The repositories: all SQL on records lives in them (one module per noun, in this package).
-        from copilot.storage.chunks import ChunkRepository
-        from copilot.storage.eval_runs import EvalRunRepository
-        from copilot.storage.follows import FollowRepository, RefreshRepository
-        from copilot.storage.memories import MemoryRepository
-        from copilot.storage.papers import PaperRepository
-        from copilot.storage.profiles import ProfileRepository
-        from copilot.storage.queries import QueryRepository
-        from copilot.storage.thoughts import ThoughtRepository
-
         self.papers = PaperRepository(self)
         self.chunks = ChunkRepository(self)
         self.thoughts = ThoughtRepository(self)
@@ -386,11 +372,8 @@ class Store:
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
-        return len(self._ids_where(kind, where or VectorFilter()))
-
-    def _ids_where(self, kind: str, where: VectorFilter) -> list[int]:
-        sql, params = filter_sql(where)
-        return [r[0] for r in self.conn.execute(f"SELECT id FROM ({VECTOR_META[kind]}) WHERE {sql}", params)]
+        sql, params = filter_sql(where or VectorFilter())
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) WHERE {sql}", params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
         """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""

@@ -7,13 +7,15 @@ filters read (confidence, flagged, public, owner) are reported to the store in t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from copilot.storage.rows import fetch_all, fetch_one, marks
-from copilot.storage.store import Store, from_blob, utc_now
+from copilot.storage.rows import fetch_all, fetch_one, from_blob, marks, utc_now
 from copilot.types import Thought, ThoughtSource
+
+if TYPE_CHECKING:
+    from copilot.storage.store import Store
 
 # What reading a thought returns (everything but its embedding).
 _COLUMNS = "id, user_id, text, confidence, support, depth, public, flagged, created_at, updated_at"
@@ -125,12 +127,12 @@ class ThoughtRepository:
         """Update a thought another one merged into: its counts, and its text and embedding when they change."""
         fields = {"support": support, "confidence": confidence, "depth": depth, "updated_at": utc_now()}
         with self._store.transaction() as conn:
-            if text is not None and vector is not None:
+            if text is not None and vector is not None:  # the vector write carries the new metadata too
                 self._store.update_vector("thoughts", thought_id, fields | {"text": text}, vector)
             else:
                 conn.execute(f"UPDATE thoughts SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
                              [*fields.values(), thought_id])
-            self._store.meta_changed("thoughts", [thought_id])
+                self._store.meta_changed("thoughts", [thought_id])
             self.add_sources(thought_id, sources)
 
     def set_confidence(self, thought_id: int, confidence: float) -> bool:

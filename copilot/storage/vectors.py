@@ -173,8 +173,8 @@ class _Partition:
     def needs_compaction(self) -> bool:
         return self.dead > 0 and self.dead * 4 >= max(self.ids.n, 64)
 
-    def compact(self, hnsw: bool | None = None) -> dict[int, int]:
-        """Rebuild with live rows only; returns id -> new position."""
+    def compact(self, hnsw: bool | None = None) -> None:
+        """Rebuild with live rows only (every position moves: the owner re-reads them, see ``compactions``)."""
         keep = np.flatnonzero(self.alive.view)
         vectors = np.array(self.vectors()[keep])
         ids, codes = self.ids.view[keep].copy(), self.meta_codes(keep)
@@ -188,7 +188,6 @@ class _Partition:
             fresh.by_paper = _group_by_paper(fresh.paper.view)
         fresh.compactions = self.compactions + 1
         self.__dict__.update(fresh.__dict__)
-        return {int(i): p for p, i in enumerate(ids)}
 
     # ----- search ------------------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ class Services:
 
     def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str] | None:
         """``wanted`` restricted to what the user may see; None means the whole visible library."""
-        visible = [p.id for p in self.papers(user_id)]
+        visible = self.copilot.store.papers.visible_ids(user_id)
         if not wanted:
             return visible
         unknown = [w for w in wanted if w not in visible]

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackendName = Literal["auto", "local", "openai", "hf"]
@@ -99,6 +99,28 @@ class Settings(BaseSettings):
         "its own guest; 'hf' = Hugging Face sign-in (guests without it get a per-session space); "
         "'auto' = 'hf' on Spaces, else 'single'.",
     )
+
+    secret: SecretStr = Field(
+        SecretStr(""),
+        description="Key that signs guest session tokens (16+ characters); empty = a random key generated once "
+        "into the data directory. Set the same value on every replica.",
+    )
+
+    max_upload_mb: int = Field(50, ge=1, description="Largest PDF one upload may be, in MB (refused by the web "
+                               "server before anything is stored).")
+    max_papers_per_user: int = Field(100, ge=1, description="Uploads one user may keep in their library.")
+    max_upload_mb_per_user: int = Field(500, ge=1, description="Total size of one user's uploaded PDFs, in MB.")
+    max_arxiv_adds_per_day: int = Field(50, ge=1, description="arXiv papers one user may add to the shared library "
+                                        "per day.")
+    max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
+    max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
+    max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
+    questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "
+                                      "minute.")
+    queue_size: int = Field(32, ge=1, description="Requests the web app lets wait; beyond it a visitor is told "
+                            "the demo is busy.")
+    temp_max_age_hours: float = Field(6.0, gt=0, description="Hours after which the web server's temporary files "
+                                      "(uploaded PDFs, downloads) are deleted.")
 
     host: str = Field(
         "127.0.0.1",

@@ -19,6 +19,7 @@ import numpy as np
 from copilot import prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
+from copilot.limits import check_memory, check_question
 from copilot.llm import ChatModel
 from copilot.retrieval import pack_context, retrieve_mixture
 from copilot.storage import Store
@@ -178,9 +179,7 @@ class Copilot:
         memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
         embedding when the caller has already computed it (the chat recalls memories with it first).
         """
-        question = question.strip()
-        if not question:
-            raise ValueError("Ask a question first.")
+        question = check_question(question, self.settings)
         t0 = time.perf_counter()
         items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
                               paper_ids=paper_ids, query_vector=query_vector)
@@ -243,10 +242,9 @@ class Copilot:
     # ----- personal memories -------------------------------------------------------------------------
 
     def remember(self, text: str, *, user_id: str = DEFAULT_USER) -> int:
-        """Keep something a user said about themselves; embedded once, never re-encoded."""
-        text = text.strip()
-        if not text:
-            raise ValueError("Nothing to remember.")
+        """Keep something a user said about themselves; embedded once, never re-encoded. Refused past the memory
+        limits (length, count per user)."""
+        text = check_memory(self.store, self.settings, user_id, text)
         return self.store.memories.add(user_id, text, self.embedder.encode_documents([text]))
 
     def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5,

@@ -16,7 +16,7 @@ from gradio_client import Client, handle_file
 from copilot.config import Settings
 from copilot.engine import Copilot
 from copilot.storage import Store
-from copilot.ui import build_app
+from copilot.ui import build_app, serve
 from copilot.ui.services import Services
 from ingest.library import Library
 from tests.conftest import free_port
@@ -47,7 +47,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url
                                                         arxiv=arxiv))
     demo = build_app(settings, services, warm_up=False)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    serve(demo, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         yield f"http://127.0.0.1:{port}/", services, arxiv, root
     finally:

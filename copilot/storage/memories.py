@@ -26,6 +26,9 @@ class MemoryRepository:
             "memories", [{"user_id": user_id, "text": text, "created_at": utc_now()}], vector)
         return memory_id
 
+    def count(self, user_id: str) -> int:
+        return int(self._store.conn.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", [user_id]).fetchone()[0])
+
     def list(self, user_id: str) -> list[Memory]:
         """The user's memories, newest first."""
         return [Memory(**r) for r in fetch_all(

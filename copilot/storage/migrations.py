@@ -192,3 +192,10 @@ def m004_generation_tokens(db: Database) -> None:
     (a restored backup, commits lost with the power) has another token, and is rebuilt instead of trusted."""
     if "token" not in db["vector_generations"].columns_dict:
         db["vector_generations"].add_column("token", str)
+
+
+@migration
+def m005_usage_events(db: Database) -> None:
+    """One row per counted action of a user (a question, a paper added from arXiv), for per-user limits."""
+    db["usage_events"].create({"id": int, "user_id": str, "action": str, "at": str}, pk="id", if_not_exists=True)
+    db["usage_events"].create_index(["user_id", "action", "at"], if_not_exists=True)

@@ -90,6 +90,11 @@ class PaperRepository:
                              WHERE {rule} GROUP BY p.id ORDER BY p.added_at, p.id""", params)
         return [PaperSummary(**(row | {"authors": loads(row["authors"], [])})) for row in rows]
 
+    def upload_files(self, user_id: str) -> list[str]:
+        """The stored PDF of each of ``user_id``'s own uploads (what their upload limits count)."""
+        return [r[0] or "" for r in self._store.conn.execute(
+            "SELECT pdf_path FROM papers WHERE user_id = ? ORDER BY added_at, id", [user_id])]
+
     def add(self, paper: Paper) -> None:
         self.add_many([paper])
 

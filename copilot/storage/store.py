@@ -33,6 +33,7 @@ from copilot.storage.profiles import ProfileRepository
 from copilot.storage.queries import QueryRepository
 from copilot.storage.rows import from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
+from copilot.storage.usage import UsageRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
 from copilot.types import VectorFilter, VectorMeta
 
@@ -77,6 +78,7 @@ class Store:
         self.follows = FollowRepository(self)
         self.refreshes = RefreshRepository(self)
         self.eval_runs = EvalRunRepository(self)
+        self.usage = UsageRepository(self)
 
     @classmethod
     def open(cls, settings: Settings) -> Store:

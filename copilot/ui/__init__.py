@@ -1,5 +1,5 @@
-"""The web app: ``build_app`` for tests, ``launch`` for ``make run`` and Spaces."""
+"""The web app: ``build_app`` and ``serve`` for tests, ``launch`` for ``make run`` and Spaces."""
 
-from copilot.ui.app import build_app, describe_model, launch
+from copilot.ui.app import build_app, describe_model, launch, serve
 
-__all__ = ["build_app", "describe_model", "launch"]
+__all__ = ["build_app", "describe_model", "launch", "serve"]

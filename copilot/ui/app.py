@@ -12,6 +12,7 @@ import gradio as gr
 from copilot.config import Settings, get_settings
 from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
 from copilot.ui.context import AppContext
+from copilot.ui.identity import GuestCookieMiddleware, GuestTokens, load_secret
 from copilot.ui.services import Services
 from copilot.ui.users import users_mode
 
@@ -57,7 +58,9 @@ def build_app(settings: Settings | None = None, services: Services | None = None
     ctx = AppContext(settings, services, users_mode(settings))
     if warm_up:
         threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
-    with gr.Blocks(title="Paper Copilot") as demo:
+    max_age_s = int(settings.temp_max_age_hours * 3600)
+    # Gradio's cache (uploaded PDFs once added, drafts once downloaded) is swept of files older than the limit.
+    with gr.Blocks(title="Paper Copilot", delete_cache=(max(60, max_age_s // 4), max_age_s)) as demo:
         with gr.Row():
             gr.Markdown(INTRO, elem_id="intro")
             if ctx.mode == "hf":
@@ -103,6 +106,28 @@ def start_refresh_schedule(settings: Settings, services: Services) -> Any:  # no
     return scheduler if scheduler.start() else None
 
 
+def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: ANN401 - passed to Gradio
+    """Start the web server for ``demo`` with this instance's limits and, for guests, the signed session cookie.
+
+    The upload limit is enforced by the server before a byte is stored; the queue is bounded, so a visitor beyond
+    it is told the demo is busy instead of waiting without end. Nothing of the data directory is served as a
+    file: downloads go through Gradio's cache under unguessable paths.
+    """
+    from starlette.middleware import Middleware
+
+    app_kwargs = {}
+    if users_mode(settings) != "single":
+        tokens = GuestTokens(load_secret(settings))
+        app_kwargs["middleware"] = [Middleware(GuestCookieMiddleware, tokens=tokens)]
+    kwargs.setdefault("server_name", settings.host)
+    kwargs.setdefault("server_port", settings.port)
+    return demo.queue(default_concurrency_limit=2, max_size=settings.queue_size).launch(
+        max_file_size=f"{settings.max_upload_mb}mb",
+        app_kwargs=app_kwargs,
+        **kwargs,
+    )
+
+
 def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: ANN401 - passed to Gradio
     """Build and serve the app on the configured host and port, with the scheduled refresh when enabled."""
     settings = settings or get_settings()
@@ -110,12 +135,5 @@ def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: AN
     services = Services(settings)
     demo = build_app(settings, services)
     start_refresh_schedule(settings, services)
-    demo.queue(default_concurrency_limit=2).launch(
-        server_name=settings.host,
-        server_port=settings.port,
-        css_paths=[CSS_PATH] if CSS_PATH.exists() else None,
-        theme=gr.themes.Soft(),
-        show_error=True,
-        allowed_paths=[str(settings.data_dir / "exports")],
-        **kwargs,
-    )
+    serve(demo, settings, css_paths=[CSS_PATH] if CSS_PATH.exists() else None, theme=gr.themes.Soft(),
+          show_error=True, **kwargs)

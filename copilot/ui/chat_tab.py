@@ -9,6 +9,7 @@ import gradio as gr
 import numpy as np
 
 from copilot.engine import AskResult
+from copilot.limits import check_question
 from copilot.llm import LLMError
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import provenance_summary, retrieved_rows, source_line
@@ -32,6 +33,18 @@ def _about_user(ctx: AppContext, user: str, message: str, vector: np.ndarray
     parts = [persona[:300]] if persona else []
     parts += [m["text"] for m in memories]
     return (" ".join(parts) or None), memories
+
+
+def _remember_statements(ctx: AppContext, user: str, message: str) -> None:
+    """Keep what the user said about themselves in ``message``; past the memory limits, nothing more is kept."""
+    from copilot.limits import LimitExceeded
+    from copilot.profile import extract_self_statements
+
+    for statement in extract_self_statements(message):
+        try:
+            ctx.services.copilot.remember(statement, user_id=user)
+        except LimitExceeded:
+            continue  # too long, or the user keeps the most memories allowed: the answer stands without it
 
 
 def _answer_markdown(result: AskResult) -> str:
@@ -83,15 +96,17 @@ def build(ctx: AppContext) -> dict[str, Any]:
              request: gr.Request, profile: gr.OAuthProfile | None = None
              ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
         """Ask about your library: a streamed answer with numbered, followable sources."""
-        from copilot.profile import extract_self_statements
-
         user = ctx.user(request, profile)
         history = list(history or [])
-        message = (message or "").strip()
-        if not message:
+        if not (message or "").strip():
             gr.Info("Type a question first.")
             yield "", history, [], None, ""
             return
+        try:  # before any model is loaded or called: an unreadable or oversized question costs nothing
+            message = check_question(message, ctx.settings)
+        except ValueError as exc:
+            raise fail(exc) from exc
+        ctx.admit(user)
         copilot = services.copilot
         try:
             visible = services.visible_paper_ids(user, scope or None)  # rejects papers that are not theirs
@@ -99,8 +114,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
             raise fail(exc) from exc
         if not visible:
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
-        for statement in extract_self_statements(message):
-            copilot.remember(statement, user_id=user)
         vector = copilot.embedder.encode_query(message)  # embedded once: memories, then sources
         about, memories = _about_user(ctx, user, message, vector)
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
@@ -118,6 +131,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc  # the typed question stays in the history above
         assert result is not None
+        _remember_statements(ctx, user, message)  # only from a message that was answered
         shown[-1] = {"role": "assistant", "content": _answer_markdown(result)}
         provenance = provenance_summary(services, [i.id for i in result.sources if i.kind == "thought"])
         rows = retrieved_rows(result.sources, provenance)

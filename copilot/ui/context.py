@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import gradio as gr
 
 from copilot.config import Settings
 from copilot.ui.services import Services
-from copilot.ui.users import LOCAL_USER, Mode, resolve_user
+from copilot.ui.identity import GuestTokens, load_secret
+from copilot.ui.users import Mode, resolve_user
 
 
 @dataclass
@@ -17,21 +17,31 @@ class AppContext:
     settings: Settings
     services: Services
     mode: Mode
+    tokens: GuestTokens | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.tokens is None and self.mode != "single":
+            self.tokens = GuestTokens(load_secret(self.settings))
 
     def user(self, request: gr.Request | None, profile: gr.OAuthProfile | None = None) -> str:
-        return resolve_user(self.mode, request, profile)
+        return resolve_user(self.mode, request, profile, self.tokens)
 
     @property
     def single_user(self) -> bool:
-        """One person owns this instance: they may also remove shared arXiv papers."""
+        """One person owns this instance: they may also remove shared arXiv papers, and no quota applies."""
         return self.mode == "single"
 
-    def export_dir(self, user_id: str) -> Path:
-        """Where a user's downloadable drafts go: inside the data directory, one folder per user."""
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in user_id) or LOCAL_USER
-        path = self.settings.data_dir / "exports" / safe
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    def admit(self, user_id: str) -> None:
+        """Count one model request (a question, a draft, ideas) of ``user_id`` against the per-minute limit of an
+        instance that serves several people; over it, a one-line error and no model call."""
+        if self.single_user:
+            return
+        from copilot.limits import LimitExceeded, admit_question
+
+        try:
+            admit_question(self.services.copilot.store, self.settings, user_id)
+        except LimitExceeded as exc:
+            raise fail(exc) from exc
 
 
 def fail(exc: Exception) -> gr.Error:

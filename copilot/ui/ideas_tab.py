@@ -26,6 +26,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         from copilot.trends import trends_and_ideas
 
         user = ctx.user(request, profile)
+        ctx.admit(user)
         try:  # it checks the papers are this user's and falls back to their stored persona
             result = trends_and_ideas(services.copilot, user_id=user, persona=None, paper_ids=paper_ids or None)
         except (LLMError, ValueError) as exc:

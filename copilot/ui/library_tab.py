@@ -33,6 +33,33 @@ def paper_choices(papers: list[PaperSummary]) -> list[tuple[str, str]]:
     return [(f"{(p.title or p.id)[:80]} ({p.id})", p.id) for p in papers]
 
 
+def _reported(report: list[dict[str, Any]], key: str) -> str:
+    """The notice of a batch of additions; when every one failed, the failure itself (an API call gets an error,
+    not a success whose text says otherwise)."""
+    lines = [f"- {r[key]}: {r['message']}" for r in report]
+    if report and not any(r["ok"] for r in report):
+        raise gr.Error(" ".join(f"{r[key]}: {r['message']}" for r in report)[:600])
+    if any(not r["ok"] for r in report):
+        gr.Warning(f"{sum(not r['ok'] for r in report)} of {len(report)} could not be added: see the list.")
+    return "\n".join(lines)
+
+
+def discard_uploads(files: list[Path]) -> None:
+    """Delete the web server's temporary copies of uploaded files (only files inside its upload folder)."""
+    from gradio.utils import get_upload_folder
+
+    folder = Path(get_upload_folder()).resolve()
+    for file in files:
+        try:
+            path = Path(file).resolve()
+            if path.is_relative_to(folder) and path.is_file():
+                path.unlink()
+                if path.parent != folder and not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+        except OSError:
+            continue  # already gone; the cache sweep removes anything left
+
+
 def _search(ctx: AppContext, query: str, field: str, max_results: int) -> list[Any]:
     client = ctx.services.library.arxiv
     text = (query or "").strip()
@@ -98,31 +125,30 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         choices = [(f"{h.title[:90]} ({h.arxiv_id})", h.arxiv_id) for h in hits]
         return rows, gr.update(choices=choices, value=[]), [asdict(h) for h in hits], f"{len(hits)} papers found."
 
-    def add_arxiv(chosen: list[str], found: list[dict], request: gr.Request,
-                  profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
-                  ) -> tuple[str, list[list[Any]]]:
-        """Download, parse and index the chosen arXiv papers (ids or URLs; search results are reused)."""
-        from ingest.errors import ArxivError, ArxivUnavailable
+    def add_papers(refs: list[str], found: list[dict], user: str, progress: Any) -> tuple[str, list[list[Any]]]:  # noqa: ANN401
         from ingest.models import PaperMetadata
 
-        user = ctx.user(request, profile)
-        ids = [c.strip() for c in (chosen or []) if c and c.strip()]
+        ids = [r.strip() for r in (refs or []) if r and r.strip()]
         if not ids:
-            raise gr.Error("Choose papers from the search results first.")
+            raise gr.Error("Choose papers from the search results (or give arXiv ids) first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
-        wanted, lines = [], []
-        for ref in ids:  # ids typed through the API have no search result: look them up
-            try:
-                wanted.append(known[ref] if ref in known else services.library.arxiv.by_id(ref))
-            except ArxivUnavailable as exc:
-                lines.append(f"- {ref}: " + OFFLINE_NOTICE.format(detail=exc))
-            except ArxivError as exc:
-                lines.append(f"- {ref}: failed: {exc}")
-        results, failures = services.library.add_many(
-            wanted, user_id=user, progress=lambda fraction, message: progress(fraction, desc=message))
-        lines += [f"- {r.paper_id}: {add_message(r)}" for r in results]
-        lines += [f"- {ref}: failed: {why}" for ref, why in failures]
-        return "\n".join(lines), paper_rows(services.papers(user))
+        try:
+            report = services.add_arxiv(ids, user, known, lambda fraction, message: progress(fraction, desc=message),
+                                        quotas=not ctx.single_user)
+        except ValueError as exc:  # a quota: nothing was added
+            raise fail(exc) from exc
+        return _reported(report, "ref"), paper_rows(services.papers(user))
+
+    def add_selected(chosen: list[str], found: list[dict], request: gr.Request,
+                  profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[str, list[list[Any]]]:
+        """Download, parse and index the papers chosen among the search results."""
+        return add_papers(chosen, found, ctx.user(request, profile), progress)
+
+    def add_arxiv(ids: list[str], request: gr.Request, profile: gr.OAuthProfile | None = None
+                      ) -> tuple[str, list[list[Any]]]:
+        """Download, parse and index arXiv papers by id or URL (e.g. ["2104.12255", "arXiv:1706.03762v7"])."""
+        return add_papers(ids, [], ctx.user(request, profile), lambda *_, **__: None)
 
     def upload_pdfs(paths: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None,
                     progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
@@ -130,10 +156,15 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         user = ctx.user(request, profile)
         if not paths:
             raise gr.Error("Choose one or more PDF files first.")
-        report = services.upload([Path(p) for p in paths], user,
-                                 lambda fraction, message: progress(fraction, desc=message))
-        lines = [f"- {r['file']}: {r['message']}" for r in report]
-        return "\n".join(lines), paper_rows(services.papers(user))
+        files = [Path(p) for p in paths]
+        try:
+            report = services.upload(files, user, lambda fraction, message: progress(fraction, desc=message),
+                                     quotas=not ctx.single_user)
+        except ValueError as exc:  # a quota: nothing was stored
+            raise fail(exc) from exc
+        finally:
+            discard_uploads(files)  # stored in the library (or refused): the server's copy is not needed
+        return _reported(report, "file"), paper_rows(services.papers(user))
 
     def remove_paper(paper_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
                      ) -> tuple[str, list[list[Any]]]:
@@ -197,11 +228,11 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
                      api_name="search_arxiv")
     query.submit(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
                  api_visibility="private")
-    add_evt = add_btn.click(add_arxiv, [chosen, found], [notice, papers], api_name="add_arxiv")
+    add_evt = add_btn.click(add_selected, [chosen, found], [notice, papers], api_visibility="private")
     upload_evt = upload_btn.click(upload_pdfs, [files], [notice, papers], api_name="upload_pdfs")
     remove_evt = remove_btn.click(remove_paper, [remove_id], [notice, papers], api_name="remove_paper")
     follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
     refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
-    return {"apis": [(list_papers, "list_papers")],
+    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv")],
             "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
             "changed": [add_evt, upload_evt, remove_evt, refresh_evt]}

@@ -65,10 +65,19 @@ class Services:
             raise ValueError(f"Unknown paper(s): {', '.join(unknown)}. Pick papers from your library.")
         return list(wanted)
 
-    def upload(self, paths: list[Path], user_id: str, progress: Progress = no_progress) -> list[dict[str, Any]]:
-        """Add uploaded PDFs one by one; a bad file is reported and the others still go in."""
+    def upload(self, paths: list[Path], user_id: str, progress: Progress = no_progress, *,
+               names: list[str] | None = None, quotas: bool = False) -> list[dict[str, Any]]:
+        """Add uploaded PDFs one by one; a bad file is reported and the others still go in.
+
+        ``names`` are the files' names as the user gave them (for messages); ``quotas`` applies the per-user
+        upload limits first, refusing the whole batch with one line when it would pass them.
+        """
+        from copilot.limits import check_uploads
         from ingest.errors import IngestError
 
+        if quotas:
+            check_uploads(self.copilot.store, self.settings, user_id, list(paths))
+        names = names or [Path(p).name for p in paths]
         report = []
         for i, path in enumerate(paths):
             def step(fraction: float, message: str, i: int = i) -> None:
@@ -76,10 +85,39 @@ class Services:
 
             try:
                 result = self.library.add_pdf(Path(path), user_id=user_id, progress=step)
-                report.append({"file": Path(path).name, "paper_id": result.paper_id, "added": result.added,
+                report.append({"file": names[i], "paper_id": result.paper_id, "added": result.added, "ok": True,
                                "message": add_message(result)})
             except IngestError as exc:
-                report.append({"file": Path(path).name, "paper_id": None, "added": False, "message": str(exc)})
+                report.append({"file": names[i], "paper_id": None, "added": False, "ok": False,
+                               "message": str(exc).replace(str(path), names[i])})
+        return report
+
+    def add_arxiv(self, refs: list[str], user_id: str, known: dict[str, Any] | None = None,
+                  progress: Progress = no_progress, *, quotas: bool = False) -> list[dict[str, Any]]:
+        """Add arXiv papers by id or URL (``known``: metadata from a search, so no second look-up).
+
+        With ``quotas``, the papers not yet in the library count against the user's daily arXiv allowance, and a
+        batch that would pass it is refused whole.
+        """
+        from copilot.limits import admit_arxiv_adds
+        from ingest.errors import ArxivError, ArxivUnavailable
+
+        known = known or {}
+        wanted, report = [], []
+        for ref in refs:  # ids typed through the API have no search result: look them up
+            try:
+                wanted.append(known[ref] if ref in known else self.library.arxiv.by_id(ref))
+            except ArxivUnavailable as exc:
+                report.append({"ref": ref, "ok": False, "message": f"arXiv is unavailable. {exc}"})
+            except ArxivError as exc:
+                report.append({"ref": ref, "ok": False, "message": f"failed: {exc}"})
+        if quotas:
+            store = self.copilot.store
+            admit_arxiv_adds(store, self.settings, user_id,
+                             sum(1 for m in wanted if not store.papers.exists(m.arxiv_id)))
+        results, failures = self.library.add_many(wanted, user_id=user_id, progress=progress)
+        report += [{"ref": r.paper_id, "ok": True, "message": add_message(r)} for r in results]
+        report += [{"ref": ref, "ok": False, "message": f"failed: {why}"} for ref, why in failures]
         return report
 
     def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""Who is asking: one local user, one guest per browser session, or a Hugging Face account.
+"""Who is asking: one local user, a guest known by a server-signed token, or a Hugging Face account.
 
 Everything a user writes (uploads, thoughts, profile, memories, queries) is keyed by the id returned here, so
-this one function is where isolation between users starts.
+this one function is where isolation between users starts. A guest's id comes only from a token this server
+issued and signed (``copilot.ui.identity``), never from anything the client chose, such as its session hash.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Literal
 import gradio as gr
 
 from copilot.config import Settings
+from copilot.ui.identity import COOKIE, GuestTokens, InvalidToken
 
 LOCAL_USER = "local"
 Mode = Literal["single", "session", "hf"]
@@ -28,11 +30,13 @@ def users_mode(settings: Settings) -> Mode:
     return "hf" if on_spaces() else "single"
 
 
-def resolve_user(mode: Mode, request: gr.Request | None, profile: gr.OAuthProfile | None = None) -> str:
+def resolve_user(mode: Mode, request: gr.Request | None, profile: gr.OAuthProfile | None = None,
+                 tokens: GuestTokens | None = None) -> str:
     """The id of the person behind a request.
 
-    Signed-in Hugging Face users keep their space across visits; a visitor who has not signed in gets a guest
-    space for this browser session, so a public demo never mixes two strangers' papers or thoughts.
+    Signed-in Hugging Face users keep their space across visits; a visitor who has not signed in is the guest
+    named by the signed cookie this server gave their browser, so a public demo never mixes two strangers'
+    papers or thoughts, and no visitor can claim another's space.
     """
     if mode == "single":
         return LOCAL_USER
@@ -40,10 +44,13 @@ def resolve_user(mode: Mode, request: gr.Request | None, profile: gr.OAuthProfil
         username = getattr(profile, "username", None) or getattr(profile, "preferred_username", None)
         if username:
             return f"hf:{username}"
-    session = getattr(request, "session_hash", None) if request is not None else None
-    if not session:
-        raise gr.Error("No browser session: reload the page.")
-    return f"guest-{session[:16]}"
+    if tokens is None:
+        raise gr.Error("Guest sessions are not configured on this server.")
+    cookies = getattr(request, "cookies", None) if request is not None else None
+    try:
+        return tokens.user_id(dict(cookies.items()).get(COOKIE) if cookies else None)
+    except InvalidToken as exc:
+        raise gr.Error(str(exc)) from exc
 
 
 def describe_user(user_id: str) -> str:
@@ -52,4 +59,4 @@ def describe_user(user_id: str) -> str:
         return "local user"
     if user_id.startswith("hf:"):
         return f"signed in as **{user_id[3:]}**"
-    return "guest (this browser session; sign in to keep your work)"
+    return "guest (this browser; sign in to keep your work anywhere)"

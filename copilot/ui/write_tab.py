@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -12,13 +15,29 @@ from copilot.llm import LLMError
 from copilot.ui.context import AppContext, fail
 
 
-def save_exports(ctx: AppContext, user: str, draft: Any, stem: str) -> tuple[str, str]:  # noqa: ANN401 - a Draft
-    """The draft as Markdown and its references as BibTeX, in the user's export folder, for download."""
-    folder = ctx.export_dir(user)
+SCRATCH_MAX_AGE_S = 600  # a draft's files only need to live until Gradio has copied them into its cache
+
+
+def save_exports(draft: Any, stem: str) -> tuple[str, str]:  # noqa: ANN401 - a Draft
+    """The draft as Markdown and its references as BibTeX, for download.
+
+    The files go to a private scratch folder outside the data directory, which the server never serves. Gradio
+    copies what a handler returns into its cache, under a path derived from a secret seed and the file's bytes,
+    so only the page that received the link can fetch it; the cache is swept after ``COPILOT_TEMP_MAX_AGE_HOURS``.
+    """
+    scratch = Path(tempfile.gettempdir()) / "paper-copilot-drafts"
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    now = time.time()
+    for old in scratch.iterdir():
+        try:
+            if now - old.stat().st_mtime > SCRATCH_MAX_AGE_S:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue  # another request removed it first
+    folder = Path(tempfile.mkdtemp(dir=scratch))
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or "draft"
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    md = folder / f"{safe}-{stamp}.md"
-    bib = folder / f"{safe}-{stamp}.bib"
+    md = folder / f"{safe}.md"
+    bib = folder / f"{safe}.bib"
     md.write_text(draft.to_markdown(), encoding="utf-8")
     bib.write_text(draft.bibtex(), encoding="utf-8")
     return str(md), str(bib)
@@ -62,12 +81,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
         fn = {"abstract": writing.draft_abstract, "synthesis": writing.draft_synthesis,
               "related": writing.draft_related_work}[kind]
+        ctx.admit(user)
         try:
             draft = fn(services.copilot, user_id=user, **kwargs)
         except (LLMError, ValueError, LookupError) as exc:
             raise fail(exc) from exc
         stem = f"{kind}-{kwargs.get('paper_id') or kwargs.get('title') or 'papers'}"
-        md, bib = save_exports(ctx, user, draft, stem)
+        md, bib = save_exports(draft, stem)
         return draft_view(draft), md, bib
 
     def draft_abstract(paper_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None

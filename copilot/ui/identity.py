@@ -1,0 +1,166 @@
+"""Guest identity: a random token the server issues and signs, held by the browser in a cookie.
+
+A visitor who has not signed in is known only by this token. It carries 192 random bits and an HMAC-SHA256
+signature by the instance's secret (``COPILOT_SECRET``, or a key generated once into the data directory), and it
+is verified on every request. Nothing a client can choose maps to another user: a client may drop its cookie
+and become a new guest, but it cannot name an existing one without that guest's whole token.
+
+``GuestCookieMiddleware`` issues the cookie on the first request that lacks one (the page load, or
+``gradio_client``'s config request) and replaces one that fails verification; ``GuestTokens.user_id`` turns a
+verified token into the id every record is keyed by.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+
+from copilot.config import Settings
+
+COOKIE = "copilot_guest"
+RANDOM_BYTES = 24  # 192 bits: far past guessing
+COOKIE_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the same browser
+SECRET_FILE = "secret.key"
+
+
+class InvalidToken(ValueError):
+    """A guest token that is missing, malformed, truncated or not signed by this instance."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def load_secret(settings: Settings) -> bytes:
+    """``COPILOT_SECRET`` when set, else the key kept in the data directory (created once, readable by the owner
+    only), so tokens survive a restart."""
+    configured = settings.secret.get_secret_value()
+    if configured:
+        return configured.encode("utf-8")
+    path = Path(settings.data_dir) / SECRET_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = path.read_text(encoding="ascii").strip()
+        if len(key) < 32:
+            raise RuntimeError(f"{path} holds no usable secret: delete it (guests get new sessions) or set "
+                               "COPILOT_SECRET.") from None
+        return key.encode("ascii")
+    key = secrets.token_hex(32)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(key + "\n")
+    return key.encode("ascii")
+
+
+class GuestTokens:
+    """Issues and verifies signed guest tokens: ``<random>.<signature>``, both URL-safe base64."""
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 16:
+            raise ValueError("COPILOT_SECRET must be at least 16 characters.")
+        self._key = hashlib.sha256(b"paper-copilot guest token\0" + secret).digest()
+
+    def _sign(self, random_part: str) -> str:
+        return _b64(hmac.new(self._key, random_part.encode("ascii"), hashlib.sha256).digest())
+
+    def issue(self) -> str:
+        random_part = _b64(secrets.token_bytes(RANDOM_BYTES))
+        return f"{random_part}.{self._sign(random_part)}"
+
+    def user_id(self, token: str | None) -> str:
+        """The guest id of a verified token; :class:`InvalidToken` for anything else."""
+        if not token:
+            raise InvalidToken("No guest session: reload the page (this site needs its cookie to keep your work).")
+        random_part, dot, signature = token.partition(".")
+        if (not dot or not token.isascii() or len(random_part) != len(_b64(bytes(RANDOM_BYTES)))
+                or not hmac.compare_digest(signature.encode("ascii"),
+                                           self._sign(random_part).encode("ascii"))):
+            raise InvalidToken("Your guest session token is not valid (altered, truncated or from another server): "
+                               "reload the page to start a new guest session.")
+        return f"guest-{random_part}"
+
+    def is_valid(self, token: str | None) -> bool:
+        try:
+            self.user_id(token)
+        except InvalidToken:
+            return False
+        return True
+
+
+def _cookies(scope: dict[str, Any]) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    for name, value in scope.get("headers", []):
+        if name == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except Exception:  # noqa: BLE001 - a malformed cookie header counts as no cookie
+                continue
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+def _is_https(scope: dict[str, Any]) -> bool:
+    if scope.get("scheme") == "https":
+        return True
+    headers = dict(scope.get("headers", []))
+    return headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip() == b"https"
+
+
+def set_cookie_header(token: str, *, https: bool) -> bytes:
+    """The ``Set-Cookie`` value: HttpOnly, and ``SameSite=None; Secure`` over HTTPS so that the page works inside
+    the Hugging Face Spaces frame."""
+    jar: SimpleCookie = SimpleCookie()
+    jar[COOKIE] = token
+    morsel = jar[COOKIE]
+    morsel["path"] = "/"
+    morsel["max-age"] = str(COOKIE_MAX_AGE_S)
+    morsel["httponly"] = True
+    if https:
+        morsel["secure"] = True
+        morsel["samesite"] = "None"
+    else:
+        morsel["samesite"] = "Lax"
+    return morsel.OutputString().encode("latin-1")
+
+
+class GuestCookieMiddleware:
+    """ASGI middleware: every HTTP request leaves with a valid guest cookie.
+
+    A request without one gets a fresh token, also put into the request itself so that its own handler sees it.
+    A request with a bad one keeps it (its handler refuses it with a clear message) and the response carries a
+    fresh token, so a reload starts a new guest session.
+    """
+
+    def __init__(self, app: Any, tokens: GuestTokens) -> None:  # noqa: ANN401 - an ASGI app
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401 - ASGI
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        current = _cookies(scope).get(COOKIE)
+        if current is not None and self.tokens.is_valid(current):
+            await self.app(scope, receive, send)
+            return
+        fresh = self.tokens.issue()
+        if current is None:
+            pair = f"{COOKIE}={fresh}".encode("latin-1")
+            headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
+            others = [v for k, v in scope.get("headers", []) if k == b"cookie"]
+            headers.append((b"cookie", b"; ".join([*others, pair])))
+            scope = dict(scope, headers=headers)
+        cookie = set_cookie_header(fresh, https=_is_https(scope))
+
+        async def send_with_cookie(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", cookie)])
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)

@@ -1,0 +1,103 @@
+"""Guest tokens and the cookie middleware, without a browser; and the limits' own rules."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from copilot.config import Settings
+from copilot.limits import LimitExceeded, check_question, readable
+from copilot.storage import Store
+from copilot.ui.identity import COOKIE, GuestCookieMiddleware, GuestTokens, InvalidToken, load_secret
+
+
+def test_tokens_verify_only_whole_and_signed_by_this_secret() -> None:
+    tokens = GuestTokens(b"a secret of this instance")
+    token = tokens.issue()
+    assert tokens.user_id(token).startswith("guest-")
+    assert tokens.user_id(token) == tokens.user_id(token)
+    assert tokens.issue() != token
+    random_part, signature = token.split(".")
+    assert len(random_part) * 6 >= 128
+    other_last = "B" if random_part[-1] == "A" else "A"
+    for bad in [None, "", token[:16], token[:-1], random_part, f"{random_part}.", f"{random_part}.{signature[:-2]}",
+                f"{random_part[:-1]}{other_last}.{signature}", token + "x", "é" * 32 + "." + signature]:
+        with pytest.raises(InvalidToken):
+            tokens.user_id(bad)
+    with pytest.raises(InvalidToken, match="not valid"):
+        GuestTokens(b"another instance's secret").user_id(token)
+    with pytest.raises(ValueError, match="16 characters"):
+        GuestTokens(b"short")
+
+
+def test_the_secret_is_generated_once_and_kept_private(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    first = load_secret(settings)
+    assert len(first) >= 32 and load_secret(settings) == first
+    mode = stat.S_IMODE(os.stat(tmp_path / "data" / "secret.key").st_mode)
+    assert mode == 0o600
+    assert load_secret(Settings(data_dir=tmp_path / "data", secret="configured-secret-value")) == \
+        b"configured-secret-value"
+    (tmp_path / "data" / "secret.key").write_text("x")
+    with pytest.raises(RuntimeError, match="secret.key"):
+        load_secret(settings)
+
+
+def _app(tokens: GuestTokens) -> Starlette:
+    def whoami(request: Request) -> PlainTextResponse:
+        try:
+            return PlainTextResponse(tokens.user_id(request.cookies.get(COOKIE)))
+        except InvalidToken as exc:
+            return PlainTextResponse(str(exc), status_code=401)
+
+    return Starlette(routes=[Route("/", whoami)], middleware=[Middleware(GuestCookieMiddleware, tokens=tokens)])
+
+
+def test_middleware_issues_keeps_and_replaces_cookies() -> None:
+    tokens = GuestTokens(b"a secret of this instance")
+    client = TestClient(_app(tokens))
+    first = client.get("/")
+    assert first.status_code == 200 and first.text.startswith("guest-")  # the first request is already a guest
+    assert "httponly" in first.headers["set-cookie"].lower()
+    again = client.get("/")  # the cookie jar sends it back: the same guest, no new cookie
+    assert again.text == first.text and "set-cookie" not in again.headers
+
+    forged = TestClient(_app(tokens), cookies={COOKIE: client.cookies[COOKIE][:-4] + "AAAA"})
+    refused = forged.get("/")
+    assert refused.status_code == 401 and "not valid" in refused.text
+    fresh = refused.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+    assert tokens.is_valid(fresh) and tokens.user_id(fresh) != first.text
+
+    https = TestClient(_app(tokens), base_url="https://demo.example").get("/")
+    assert "secure" in https.headers["set-cookie"].lower() and "samesite=none" in https.headers["set-cookie"].lower()
+
+
+def test_questions_lose_control_characters_and_keep_their_length_limit() -> None:
+    settings = Settings(max_question_chars=100)
+    assert readable("  What\x00 is\x1b a\tgraph?\n ") == "What is a\tgraph?"
+    assert check_question("What is a graph?", settings) == "What is a graph?"
+    with pytest.raises(ValueError, match="no readable text"):
+        check_question("\x00\x01\x7f", settings)
+    with pytest.raises(ValueError, match="Ask a question"):
+        check_question("   ", settings)
+    with pytest.raises(LimitExceeded, match="limited to 100 characters"):
+        check_question("x" * 101, settings)
+
+
+def test_usage_admits_up_to_the_limit_per_window(tmp_path: Path) -> None:
+    with Store.open(Settings(data_dir=tmp_path)) as store:
+        assert [store.usage.admit("u", "question", limit=2, window_s=60) for _ in range(3)] == [None, None, 2]
+        assert store.usage.admit("v", "question", limit=2, window_s=60) is None  # per user
+        assert store.usage.admit("u", "arxiv_add", limit=3, window_s=60, amount=3) is None  # per action
+        assert store.usage.admit("u", "arxiv_add", limit=3, window_s=60, amount=1) == 3
+        assert store.usage.count_since("u", "question", 60) == 2
+        assert store.usage.count_since("u", "question", 0) == 0

@@ -1,0 +1,249 @@
+"""The public demo as a hostile visitor meets it: identities nobody can forge, downloads nobody else can read, and
+a limit on everything a visitor could exhaust, each refused with one line and nothing stored lost.
+
+The app runs in this process in ``session`` users mode, with small limits, the real store, library, embedder and
+UI; the LLM is a scripted test double and arXiv a stand-in serving the shared papers over local HTTP. Every
+``gradio_client.Client`` is a browser of its own, so each test's clients are new guests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from gradio_client import Client, handle_file
+
+from copilot.config import Settings
+from copilot.engine import Copilot
+from copilot.llm import LLMError
+from copilot.storage import Store
+from copilot.ui import build_app, serve
+from copilot.ui.identity import COOKIE
+from copilot.ui.services import Services
+from ingest.library import Library
+from tests.conftest import free_port
+from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
+
+pytestmark = pytest.mark.slow
+
+LIMITS = {"max_upload_mb": 2, "max_papers_per_user": 2, "max_upload_mb_per_user": 1, "max_arxiv_adds_per_day": 1,
+          "max_question_chars": 500, "max_memory_chars": 100, "max_memories_per_user": 3, "questions_per_minute": 3}
+
+
+class FailingOnDemand(RoutedLLM):
+    """The routed test double, which fails every call while ``broken`` is set (a backend that went away)."""
+
+    broken = False
+
+    def _stream(self, messages, options):  # noqa: ANN001, ANN202
+        if self.broken:
+            raise LLMError("The model backend is unavailable.")
+        yield from super()._stream(messages, options)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url, services, llm, root)
+    from copilot.embeddings import get_embedder
+
+    root = tmp_path_factory.mktemp("public-demo")
+    settings = Settings(data_dir=root / "data", llm_backend="local", users="session", **LIMITS)
+    store = Store.open(settings)
+    llm = FailingOnDemand()
+    copilot = Copilot(settings, store, get_embedder(settings), llm)
+    server, base_url = pdf_server(SHARED_PAPERS)
+    services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
+                                                        arxiv=StubArxiv(base_url)))
+    app = build_app(settings, services, warm_up=False)
+    port = free_port()
+    serve(app, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", services, llm, root
+    finally:
+        app.close()
+        server.shutdown()
+
+
+def _rows(table: dict | list) -> list[list]:
+    return table["data"] if isinstance(table, dict) else table
+
+
+def _copy(root: Path, name: str, as_name: str) -> str:
+    """A shared paper under another name, with a comment after its end so that its bytes are new to the library."""
+    copy = root / as_name
+    shutil.copy(SHARED_PAPERS / name, copy)
+    with copy.open("ab") as f:
+        f.write(f"\n% {as_name}\n".encode())
+    return handle_file(str(copy))
+
+
+def _mine(client: Client) -> list[str]:
+    return [r[0] for r in _rows(client.predict(api_name="/list_papers")) if r[-1] == "you"]
+
+
+# ----- identity ------------------------------------------------------------------------------------------
+
+
+def test_a_guest_cannot_become_another_guest(demo) -> None:  # noqa: ANN001
+    url, _, _, root = demo
+    a = Client(url, verbose=False)
+    notice, _ = a.predict([_copy(root, "N18-3011.pdf", "mine.pdf")], api_name="/upload_pdfs")
+    assert "added" in notice
+    secret_upload = _mine(a)
+    assert len(secret_upload) == 1
+    token = a.cookies[COOKIE]
+    random_part, signature = token.split(".")
+    assert len(random_part) >= 22  # 128 bits or more, base64
+
+    # The browser session hash a client chooses names nobody: the same hash is still a stranger.
+    b = Client(url, verbose=False)
+    b.session_hash = a.session_hash
+    assert _mine(b) == [] and secret_upload[0] not in [r[0] for r in _rows(b.predict(api_name="/list_papers"))]
+
+    # A's token cut short, re-signed by guesswork, or made up is refused with a clear message.
+    forged = [token[:16], token[:-3], f"{random_part}.{signature[::-1]}", f"{random_part[:-1]}{'B' if random_part.endswith('A') else 'A'}.{signature}",
+              "guest-" + random_part, "x" * 22 + "." + "y" * 43]
+    for bad in forged:
+        c = Client(url, verbose=False, httpx_kwargs={"cookies": {COOKIE: bad}})
+        with pytest.raises(Exception, match="guest session token is not valid"):
+            c.predict(api_name="/list_papers")
+    # Only the whole token is A.
+    same = Client(url, verbose=False, httpx_kwargs={"cookies": {COOKIE: token}})
+    assert _mine(same) == secret_upload
+
+
+def test_the_page_gets_an_httponly_cookie(demo) -> None:  # noqa: ANN001
+    url, *_ = demo
+    with urllib.request.urlopen(url, timeout=10) as response:
+        cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+
+
+# ----- uploads, downloads --------------------------------------------------------------------------------
+
+
+def test_a_draft_download_is_served_only_from_its_private_link(demo) -> None:  # noqa: ANN001
+    url, services, _, root = demo
+    owner = Client(url, verbose=False)
+    owner.predict([_copy(root, "N18-3011.pdf", "for-draft.pdf")], api_name="/upload_pdfs")
+    (paper_id,) = _mine(owner)
+    _, md, bib = owner.predict(paper_id, api_name="/draft_abstract")
+    assert Path(md).read_text().strip() and Path(bib).suffix == ".bib"
+    data_dir = services.settings.data_dir.resolve()
+    assert not (data_dir / "exports").exists()
+    # Nothing of the data directory is served: not the database, not a guessed draft path.
+    for guess in [data_dir / "copilot.db", data_dir / "exports" / "local" / "abstract.md", data_dir / "secret.key"]:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{url}gradio_api/file={guess}", timeout=10)
+        assert refused.value.code in (403, 404)
+
+
+def test_upload_limits(demo) -> None:  # noqa: ANN001
+    url, services, _, root = demo
+    big = Client(url, verbose=False)
+    with pytest.raises(Exception, match="(?i)exceeds the maximum|too large|2 ?mb"):
+        big.predict([_copy(root, "2020.acl-main.447.pdf", "big.pdf")], api_name="/upload_pdfs")
+    assert _mine(big) == []
+
+    counted = Client(url, verbose=False)
+    counted.predict([_copy(root, "N18-3011.pdf", "one.pdf"), _copy(root, "2020.acl-main.207.pdf", "two.pdf")],
+                    api_name="/upload_pdfs")
+    kept = _mine(counted)
+    assert len(kept) == 2
+    with pytest.raises(Exception, match="most allowed is 2"):
+        counted.predict([_copy(root, "2023.eacl-main.121.pdf", "three.pdf")], api_name="/upload_pdfs")
+    assert _mine(counted) == kept  # nothing stored lost
+
+    sized = Client(url, verbose=False)
+    sized.predict([_copy(root, "2020.acl-main.207.pdf", "first.pdf")], api_name="/upload_pdfs")
+    with pytest.raises(Exception, match="would pass your 1 MB"):
+        sized.predict([_copy(root, "2023.eacl-main.121.pdf", "second.pdf")], api_name="/upload_pdfs")
+    assert len(_mine(sized)) == 1
+
+    # The server keeps no copy of what it received.
+    from gradio.utils import get_upload_folder
+
+    assert not list(Path(get_upload_folder()).rglob("first.pdf")) and not list(Path(get_upload_folder()).rglob(
+        "second.pdf"))
+
+
+def test_a_failed_upload_is_an_error_and_names_the_users_file(demo) -> None:  # noqa: ANN001
+    url, _, _, root = demo
+    client = Client(url, verbose=False)
+    broken = root / "my-notes.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a pdf")
+    with pytest.raises(Exception, match="my-notes.pdf"):
+        client.predict([handle_file(str(broken))], api_name="/upload_pdfs")
+    assert _mine(client) == []
+
+
+def test_typed_arxiv_ids_are_added_through_the_api_within_the_daily_allowance(demo) -> None:  # noqa: ANN001
+    url, *_ = demo
+    client = Client(url, verbose=False)  # no search first: the ids are typed
+    notice, papers = client.predict(["2301.00001"], api_name="/add_arxiv")
+    assert "2301.00001: added" in notice and "2301.00001" in [r[0] for r in _rows(papers)]
+    with pytest.raises(Exception, match="daily allowance of 1 arXiv additions"):
+        client.predict(["2301.00002"], api_name="/add_arxiv")
+    # A paper already in the library costs nothing.
+    notice, _ = client.predict(["2301.00001"], api_name="/add_arxiv")
+    assert "already in the library" in notice
+
+
+# ----- questions and memories ----------------------------------------------------------------------------
+
+
+def test_question_limits_cost_no_model_call_and_keep_nothing(demo) -> None:  # noqa: ANN001
+    url, services, llm, _ = demo
+    client = Client(url, verbose=False)
+    calls = len(llm.calls)
+    too_long = "I am a librarian in Lyon. " * 40  # 1,040 characters, each sentence a self-statement
+    with pytest.raises(Exception, match="limited to 500 characters"):
+        client.predict(too_long, [], [], False, False, api_name="/chat")
+    for unreadable in ["\x01\x02\x1b\x7f", "\x00\x08 \x00"]:
+        with pytest.raises(Exception, match="no readable text"):
+            client.predict(unreadable, [], [], False, False, api_name="/chat")
+    assert len(llm.calls) == calls
+    assert _rows(client.predict(api_name="/list_memories")) == []
+
+    # A message whose answer failed keeps no memory either.
+    llm.broken = True
+    try:
+        with pytest.raises(Exception, match="unavailable"):
+            client.predict("I am a librarian in Lyon. What is S2ORC?", [], [], False, False, api_name="/chat")
+    finally:
+        llm.broken = False
+    assert _rows(client.predict(api_name="/list_memories")) == []
+
+
+def test_questions_per_minute(demo) -> None:  # noqa: ANN001
+    url, _, llm, _ = demo
+    client = Client(url, verbose=False)
+    for i in range(3):
+        client.predict(f"What is question number {i} about?", [], [], False, False, api_name="/chat")
+    calls = len(llm.calls)
+    with pytest.raises(Exception, match="3 questions in the last minute"):
+        client.predict("One more?", [], [], False, False, api_name="/chat")
+    with pytest.raises(Exception, match="in the last minute"):
+        client.predict([], api_name="/trends_ideas")
+    assert len(llm.calls) == calls
+    # Another visitor is not slowed by this one.
+    other = Client(url, verbose=False)
+    _, history, *_ = other.predict("What is S2ORC?", [], [], False, False, api_name="/chat")
+    assert history
+
+
+def test_memory_limits(demo) -> None:  # noqa: ANN001
+    url, *_ = demo
+    client = Client(url, verbose=False)
+    with pytest.raises(Exception, match="limited to 100 characters"):
+        client.predict("I work on " + "very " * 40 + "long things.", api_name="/add_memory")
+    for i in range(3):
+        client.predict(f"I like topic number {i}.", api_name="/add_memory")
+    with pytest.raises(Exception, match="3 memories, the most allowed"):
+        client.predict("I like one more topic.", api_name="/add_memory")
+    assert len(_rows(client.predict(api_name="/list_memories"))) == 3
+    # Statements in chat messages stop being kept at the limit, and the answer still comes.
+    _, history, *_ = client.predict("I am a chemist. What is S2ORC?", [], [], False, False, api_name="/chat")
+    assert history and len(_rows(client.predict(api_name="/list_memories"))) == 3

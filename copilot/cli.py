@@ -66,7 +66,15 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
     from copilot.engine import AskResult, Copilot
     from copilot.llm import LLMError
 
-    copilot = Copilot.open(_settings(data_dir))
+    from copilot.limits import check_question
+
+    settings = _settings(data_dir)
+    try:  # before the models load: a question that cannot be asked costs nothing
+        question = check_question(question, settings)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    copilot = Copilot.open(settings)
     paper_ids = [p.strip() for p in papers.split(",") if p.strip()] if papers else None
     shown = 0
     result: AskResult | None = None

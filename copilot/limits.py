@@ -70,6 +70,15 @@ def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> 
                             f"({used} used in the last 24 hours): add fewer, or come back tomorrow.")
 
 
+def arxiv_allowance_left(store: Store, settings: Settings, user_id: str) -> int:
+    """How many more arXiv papers ``user_id`` may add today (a refresh stops there); refused at none."""
+    left = settings.max_arxiv_adds_per_day - store.usage.count_since(user_id, "arxiv_add", 24 * 3600)
+    if left <= 0:
+        raise LimitExceeded(f"You added {settings.max_arxiv_adds_per_day} arXiv papers in the last 24 hours, your "
+                            "daily allowance: come back tomorrow.")
+    return left
+
+
 def check_uploads(store: Store, settings: Settings, user_id: str, files: list[Path]) -> None:
     """Refuse a batch of uploads that would pass the user's paper count or total upload size."""
     stored = store.papers.upload_files(user_id)

@@ -112,8 +112,10 @@ class RefreshResult:
 
 
 def refresh_categories(library, categories: Sequence[str], *, user_id: str | None = None,  # noqa: ANN001
-                       max_per_category: int = 5, progress: Progress | None = None) -> RefreshResult:
-    """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet.
+                       max_per_category: int = 5, progress: Progress | None = None,
+                       max_added: int | None = None) -> RefreshResult:
+    """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet
+    (``max_added``: stop once that many papers were added, a user's remaining allowance).
 
     ``library`` is an :class:`ingest.library.Library`; its arXiv client does the pacing. Papers from arXiv are
     public, whoever refreshes. The refresh is recorded (for :func:`last_refresh`) even when everything failed.
@@ -146,6 +148,11 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
         def step(fraction: float, message: str, i: int = i, category: str = category) -> None:
             report((i + fraction) / len(wanted), f"{category}: {message}")
 
+        if max_added is not None:
+            room = max_added - len(result.added)
+            if room <= 0:
+                break
+            fresh = [m for m in fresh if not library.store.papers.exists(m.arxiv_id)][:room]
         added, failures = library.add_many(fresh, progress=step)
         result.added += [a.paper_id for a in added if a.added]
         result.skipped += sum(not a.added for a in added)

@@ -103,7 +103,8 @@ def test_a_guest_cannot_become_another_guest(demo) -> None:  # noqa: ANN001
     assert _mine(b) == [] and secret_upload[0] not in [r[0] for r in _rows(b.predict(api_name="/list_papers"))]
 
     # A's token cut short, re-signed by guesswork, or made up is refused with a clear message.
-    forged = [token[:16], token[:-3], f"{random_part}.{signature[::-1]}", f"{random_part[:-1]}{'B' if random_part.endswith('A') else 'A'}.{signature}",
+    other_last = "B" if random_part.endswith("A") else "A"
+    forged = [token[:16], token[:-3], f"{random_part}.{signature[::-1]}", f"{random_part[:-1]}{other_last}.{signature}",
               "guest-" + random_part, "x" * 22 + "." + "y" * 43]
     for bad in forged:
         c = Client(url, verbose=False, httpx_kwargs={"cookies": {COOKIE: bad}})

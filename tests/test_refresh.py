@@ -131,6 +131,13 @@ def test_refresh_adds_the_newest_papers_once_and_is_recorded(library: Library) -
     assert last_refresh(library.store, "ada").id == again.id
 
 
+def test_a_refresh_stops_at_the_users_remaining_allowance(library: Library) -> None:
+    result = refresh_categories(library, ["cs.CL"], user_id="ada", max_per_category=3, max_added=2)
+    assert result.added == ["2202.12139", "2405.13786"] and len(library.downloads.urls) == 2
+    again = refresh_categories(library, ["cs.CL"], user_id="ada", max_per_category=3, max_added=1)
+    assert again.added == ["2005.14124"], "papers already held cost nothing"
+
+
 def test_a_failing_category_or_paper_does_not_stop_the_rest(library: Library, monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
     served = library.arxiv.session.get

@@ -33,6 +33,14 @@ class UsageRepository:
             "SELECT COUNT(*) FROM usage_events WHERE user_id = ? AND action = ? AND at > ?",
             [user_id, action, _since(seconds)]).fetchone()[0])
 
+    def record(self, user_id: str, action: str, amount: int = 1) -> None:
+        """Count ``amount`` uses of ``action`` that already happened (a refresh's additions, known afterwards)."""
+        if amount <= 0:
+            return
+        with self._store.transaction() as conn:
+            conn.executemany("INSERT INTO usage_events (user_id, action, at) VALUES (?, ?, ?)",
+                             [(user_id, action, utc_now())] * amount)
+
     def admit(self, user_id: str, action: str, *, limit: int, window_s: float, amount: int = 1) -> int | None:
         """Record ``amount`` uses of ``action`` if that keeps the user within ``limit`` per ``window_s``.
 

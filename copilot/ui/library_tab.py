@@ -116,7 +116,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         if not (query or "").strip():
             raise gr.Error("Type something to search for.")
         try:
-            hits = _search(ctx, query, field, int(max_results))
+            hits = _search(ctx, query, field, min(50, max(1, int(max_results or 10))))
         except ArxivUnavailable as exc:
             return [], gr.update(choices=[], value=[]), [], OFFLINE_NOTICE.format(detail=exc)
         except (ArxivError, ValueError) as exc:
@@ -194,14 +194,24 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
     def refresh_now(request: gr.Request, profile: gr.OAuthProfile | None = None,
                     progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
         """Pull the newest papers of your followed categories now."""
+        from copilot.limits import arxiv_allowance_left
         from copilot.refresh import followed_categories, refresh_categories
 
         user = ctx.user(request, profile)
-        cats = followed_categories(services.copilot.store, user)
+        store = services.copilot.store
+        cats = followed_categories(store, user)
         if not cats:
             raise gr.Error("Follow at least one category first (e.g. cs.CL).")
-        result = refresh_categories(services.library, cats, user_id=user,
+        allowance = None
+        if not ctx.single_user:  # a refresh adds to the shared library: it counts against the daily allowance
+            try:
+                allowance = arxiv_allowance_left(store, ctx.settings, user)
+            except ValueError as exc:
+                raise fail(exc) from exc
+        result = refresh_categories(services.library, cats, user_id=user, max_added=allowance,
                                     progress=lambda fraction, message: progress(fraction, desc=message))
+        if allowance is not None:
+            store.usage.record(user, "arxiv_add", len(result.added))
         text = refresh_line(user, cats)
         if result.errors:
             text += "\n\n" + "\n".join(f"- {e}" for e in result.errors)

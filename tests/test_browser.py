@@ -192,3 +192,42 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     assert page.locator("#persona textarea").input_value().strip()
     _shot(page, tmp_path, "profile")
     page.close()
+
+
+def test_two_browsers_are_two_guests_with_private_cookies(browser, tmp_path: Path) -> None:  # noqa: ANN001
+    """On a public instance, each browser gets its own signed guest cookie; the page's own requests carry it, and
+    one browser's upload is never listed in the other's."""
+    from copilot.config import Settings
+    from copilot.ui.identity import COOKIE
+    from tests.ui_harness import RoutedLLM, app_in_process
+
+    settings = Settings(data_dir=tmp_path / "data", llm_backend="local", users="session")
+    with app_in_process(settings, RoutedLLM()) as (url, _, _):
+        a, b = browser.new_context(), browser.new_context()
+        try:
+            page_a, page_b = a.new_page(), b.new_page()
+            for page in (page_a, page_b):
+                page.goto(url, wait_until="domcontentloaded", timeout=60_000)
+                _tab(page, "Library")
+            page_a.locator("#upload-files input[type=file]").set_input_files([str(SHARED_DATA / "papers" / PAPERS[0])])
+            page_a.wait_for_timeout(1000)
+            page_a.locator("#upload-add").click()
+            _wait_text(page_a, "#library-notice", "added as pdf-", timeout=120_000)
+            _wait_text(page_a, "#papers-table", "Semantic Scholar", timeout=30_000)
+
+            cookie_a = next(c for c in a.cookies() if c["name"] == COOKIE)
+            cookie_b = next(c for c in b.cookies() if c["name"] == COOKIE)
+            assert cookie_a["value"] != cookie_b["value"] and cookie_a["httpOnly"]
+            assert COOKIE not in page_a.evaluate("() => document.cookie"), "scripts on the page cannot read it"
+            page_a.reload(wait_until="domcontentloaded")  # the same browser is the same guest after a reload
+            _tab(page_a, "Library")
+            _wait_text(page_a, "#papers-table", "Semantic Scholar", timeout=30_000)
+            page_b.reload(wait_until="domcontentloaded")
+            _tab(page_b, "Library")
+            page_b.wait_for_timeout(2000)
+            assert "Semantic Scholar" not in page_b.locator("#papers-table").inner_text()
+            toasts = page_b.evaluate("() => Array.from(document.querySelectorAll('.toast-body')).map(t => t.innerText)")
+            assert not any("guest session" in t for t in toasts), toasts
+        finally:
+            a.close()
+            b.close()

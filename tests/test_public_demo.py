@@ -17,15 +17,9 @@ import pytest
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
-from copilot.engine import Copilot
 from copilot.llm import LLMError
-from copilot.storage import Store
-from copilot.ui import build_app, serve
 from copilot.ui.identity import COOKIE
-from copilot.ui.services import Services
-from ingest.library import Library
-from tests.conftest import free_port
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
+from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -46,24 +40,11 @@ class FailingOnDemand(RoutedLLM):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url, services, llm, root)
-    from copilot.embeddings import get_embedder
-
     root = tmp_path_factory.mktemp("public-demo")
     settings = Settings(data_dir=root / "data", llm_backend="local", users="session", **LIMITS)
-    store = Store.open(settings)
     llm = FailingOnDemand()
-    copilot = Copilot(settings, store, get_embedder(settings), llm)
-    server, base_url = pdf_server(SHARED_PAPERS)
-    services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
-                                                        arxiv=StubArxiv(base_url)))
-    app = build_app(settings, services, warm_up=False)
-    port = free_port()
-    serve(app, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", services, llm, root
-    finally:
-        app.close()
-        server.shutdown()
+    with app_in_process(settings, llm) as (url, services, _):
+        yield url, services, llm, root
 
 
 def _rows(table: dict | list) -> list[list]:

@@ -14,13 +14,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
-from copilot.engine import Copilot
-from copilot.storage import Store
-from copilot.ui import build_app, serve
-from copilot.ui.services import Services
-from ingest.library import Library
-from tests.conftest import free_port
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
+from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -34,25 +28,11 @@ EXPECTED_APIS = {
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url, services, stub arxiv)
-    from copilot.embeddings import get_embedder
-
+def app(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields (url, services, stub arxiv, root)
     root = tmp_path_factory.mktemp("ui-api")
     settings = Settings(data_dir=root / "data", llm_backend="local", users="session")
-    store = Store.open(settings)
-    copilot = Copilot(settings, store, get_embedder(settings), RoutedLLM())
-    server, base_url = pdf_server(SHARED_PAPERS)
-    arxiv = StubArxiv(base_url)
-    services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
-                                                        arxiv=arxiv))
-    demo = build_app(settings, services, warm_up=False)
-    port = free_port()
-    serve(demo, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", services, arxiv, root
-    finally:
-        demo.close()
-        server.shutdown()
+    with app_in_process(settings, RoutedLLM()) as (url, services, arxiv):
+        yield url, services, arxiv, root
 
 
 def _client(url: str) -> Client:

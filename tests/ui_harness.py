@@ -3,12 +3,14 @@ LLM (tests only) and an arXiv stand-in whose PDFs come from a local HTTP server 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from copilot.llm.base import GenerationOptions, Message
 from ingest.errors import ArxivUnavailable
@@ -102,3 +104,31 @@ class StubArxiv:
 
 
 SHARED_PAPERS = SHARED_DATA / "papers"
+
+
+@contextlib.contextmanager
+def app_in_process(settings: Any, llm: Any) -> Iterator[tuple[str, Any, StubArxiv]]:  # noqa: ANN401
+    """The real web app for ``settings`` served on a free local port, with ``llm`` and the arXiv stand-in;
+    yields (url, services, arxiv) and stops both servers afterwards."""
+    from copilot.embeddings import get_embedder
+    from copilot.engine import Copilot
+    from copilot.storage import Store
+    from copilot.ui import build_app, serve
+    from copilot.ui.services import Services
+    from ingest.library import Library
+    from tests.conftest import free_port
+
+    store = Store.open(settings)
+    copilot = Copilot(settings, store, get_embedder(settings), llm)
+    server, base_url = pdf_server(SHARED_PAPERS)
+    arxiv = StubArxiv(base_url)
+    services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
+                                                        arxiv=arxiv))
+    demo = build_app(settings, services, warm_up=False)
+    port = free_port()
+    serve(demo, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", services, arxiv
+    finally:
+        demo.close()
+        server.shutdown()

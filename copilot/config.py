@@ -117,6 +117,8 @@ class Settings(BaseSettings):
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "
                                       "minute.")
+    searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "
+                                     "one paced arXiv client).")
     queue_size: int = Field(32, ge=1, description="Requests the web app lets wait; beyond it a visitor is told "
                             "the demo is busy.")
     temp_max_age_hours: float = Field(6.0, gt=0, description="Hours after which the web server's temporary files "

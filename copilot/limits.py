@@ -59,6 +59,14 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
                             f"({settings.questions_per_minute}): wait a moment and ask again.")
 
 
+def admit_search(store: Store, settings: Settings, user_id: str) -> None:
+    """Count one arXiv search of ``user_id``, unless they already ran the most allowed this minute."""
+    used = store.usage.admit(user_id, "search", limit=settings.searches_per_minute, window_s=60)
+    if used is not None:
+        raise LimitExceeded(f"You ran {used} arXiv searches in the last minute, the most allowed "
+                            f"({settings.searches_per_minute}): wait a moment and search again.")
+
+
 def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> None:
     """Count ``n`` papers ``user_id`` adds from arXiv, unless that passes their daily allowance."""
     if n <= 0:

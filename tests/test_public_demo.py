@@ -24,7 +24,8 @@ from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
 pytestmark = pytest.mark.slow
 
 LIMITS = {"max_upload_mb": 2, "max_papers_per_user": 2, "max_upload_mb_per_user": 1, "max_arxiv_adds_per_day": 1,
-          "max_question_chars": 500, "max_memory_chars": 100, "max_memories_per_user": 3, "questions_per_minute": 3}
+          "max_question_chars": 500, "max_memory_chars": 100, "max_memories_per_user": 3, "questions_per_minute": 3,
+          "searches_per_minute": 2}
 
 
 class FailingOnDemand(RoutedLLM):
@@ -229,3 +230,14 @@ def test_memory_limits(demo) -> None:  # noqa: ANN001
     # Statements in chat messages stop being kept at the limit, and the answer still comes.
     _, history, *_ = client.predict("I am a chemist. What is S2ORC?", [], [], False, False, api_name="/chat")
     assert history and len(_rows(client.predict(api_name="/list_memories"))) == 3
+
+
+def test_searches_per_minute(demo) -> None:  # noqa: ANN001
+    url, *_ = demo
+    client = Client(url, verbose=False)
+    for _ in range(2):
+        client.predict("literature graph", "all", 5, api_name="/search_arxiv")
+    with pytest.raises(Exception, match="2 arXiv searches in the last minute"):
+        client.predict("literature graph", "all", 5, api_name="/search_arxiv")
+    rows, *_ = Client(url, verbose=False).predict("literature graph", "all", 5, api_name="/search_arxiv")
+    assert _rows(rows)

@@ -31,15 +31,16 @@ class AppContext:
         """One person owns this instance: they may also remove shared arXiv papers, and no quota applies."""
         return self.mode == "single"
 
-    def admit(self, user_id: str) -> None:
-        """Count one model request (a question, a draft, ideas) of ``user_id`` against the per-minute limit of an
-        instance that serves several people; over it, a one-line error and no model call."""
+    def admit(self, user_id: str, action: str = "question") -> None:
+        """Count one request of ``user_id`` against its per-minute limit on an instance that serves several people:
+        a model request (a question, a draft, ideas) or an arXiv ``search``; over it, a one-line error."""
         if self.single_user:
             return
-        from copilot.limits import LimitExceeded, admit_question
+        from copilot.limits import LimitExceeded, admit_question, admit_search
 
+        check = admit_search if action == "search" else admit_question
         try:
-            admit_question(self.services.copilot.store, self.settings, user_id)
+            check(self.services.copilot.store, self.settings, user_id)
         except LimitExceeded as exc:
             raise fail(exc) from exc
 

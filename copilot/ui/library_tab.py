@@ -108,13 +108,14 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         """The papers you can see: shared arXiv papers and your own uploads."""
         return paper_rows(services.papers(ctx.user(request, profile)))
 
-    def search_arxiv(query: str, field: str, max_results: float
-                     ) -> tuple[list[list[Any]], Any, list[dict], str]:
+    def search_arxiv(query: str, field: str, max_results: float, request: gr.Request,
+                     profile: gr.OAuthProfile | None = None) -> tuple[list[list[Any]], Any, list[dict], str]:
         """Search arXiv by free text, title, author or category."""
         from ingest.errors import ArxivError, ArxivUnavailable
 
         if not (query or "").strip():
             raise gr.Error("Type something to search for.")
+        ctx.admit(ctx.user(request, profile), "search")
         try:
             hits = _search(ctx, query, field, min(50, max(1, int(max_results or 10))))
         except ArxivUnavailable as exc:

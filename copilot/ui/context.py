@@ -8,6 +8,7 @@ from pathlib import Path
 import gradio as gr
 
 from copilot.config import Settings
+from copilot.storage import StorageError
 from copilot.ui.services import Services
 from copilot.ui.users import LOCAL_USER, Mode, resolve_user
 
@@ -19,7 +20,16 @@ class AppContext:
     mode: Mode
 
     def user(self, request: gr.Request | None, profile: gr.OAuthProfile | None = None) -> str:
+        """Who is asking; every action starts here, so an unusable database is reported before anything else."""
+        self.ready()
         return resolve_user(self.mode, request, profile)
+
+    def ready(self) -> None:
+        """Raise the page's error when the database cannot be used: the storage layer's one line, no traceback."""
+        try:
+            self.services.store  # noqa: B018 - opens the records (not the models) on first use
+        except StorageError as exc:
+            raise fail(exc) from exc
 
     @property
     def single_user(self) -> bool:

@@ -88,6 +88,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
 
         if not (query or "").strip():
             raise gr.Error("Type something to search for.")
+        ctx.ready()
         try:
             hits = _search(ctx, query, field, int(max_results))
         except ArxivUnavailable as exc:

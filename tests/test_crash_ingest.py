@@ -113,3 +113,50 @@ def _sha(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.slow  # the real command with the real embedder, and the real doctor (embedder and LLM checks too)
+def test_killed_real_adds_then_real_doctor_repair(tmp_path: Path) -> None:
+    """``python -m ingest add`` itself, killed six times at seeded random moments of a whole add (most land while
+    the PDF is staged and the model loads), then ``python -m copilot doctor --repair``."""
+    rng = random.Random(71)
+    data = tmp_path / "data"
+
+    def add(pdf: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "ingest", "add", str(pdf), "--json", "--quiet",
+                                 "--data-dir", str(data)], cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+
+    began = time.monotonic()
+    first = finish(add(PDFS[0]))
+    assert first is not None and first["added"]
+    one_add_s = time.monotonic() - began
+    committed = {first["paper_id"]: first["n_chunks"]}
+    killed = 0
+    for _ in range(KILLS):
+        proc = add(rng.choice(PDFS[1:]))
+        time.sleep(rng.uniform(0.5, one_add_s))
+        proc.send_signal(signal.SIGKILL)
+        result = finish(proc)
+        killed += result is None
+        if result is not None and result["added"]:
+            committed[result["paper_id"]] = result["n_chunks"]
+    assert killed >= 3, "most kills must land inside an add"
+
+    repaired = subprocess.run([sys.executable, "-m", "copilot", "doctor", "--repair", "--json", "--data-dir",
+                               str(data)], cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    checks = {c["name"]: c for c in json.loads(repaired.stdout)["checks"]}
+    assert checks["files"]["ok"] and checks["index"]["ok"]
+    print(checks["files"]["detail"])  # e.g. "removed 5 orphan files (5 orphan pdfs), 6.6 MB"
+
+    settings = Settings(data_dir=data)
+    (files,) = doctor.run_checks(settings, [doctor.check_files])
+    assert files.ok and files.detail == "no orphan files"
+    assert not [p.name for p in data.rglob("*") if ".tmp" in p.name]
+    with Store.open(settings) as store:
+        assert store.integrity_ok()
+        assert store.check_consistency() == {"chunks": True, "thoughts": True, "memories": True}
+        papers = {p.id: p for p in map(store.papers.get, store.papers.visible_ids()) if p}
+        assert {paper_id: papers[paper_id].n_chunks for paper_id in committed} == committed
+        assert {p.name for p in (data / "pdfs").iterdir()} == {Path(p.pdf_path).name for p in papers.values()}

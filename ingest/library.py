@@ -32,7 +32,7 @@ LOCAL_USER = "local"
 
 @dataclass
 class AddResult:
-    """What one add did: ``added`` is False when the paper was already in the library."""
+    """What one add did: ``added`` is False when the paper was already in the user's library."""
 
     paper_id: str
     title: str

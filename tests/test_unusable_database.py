@@ -83,6 +83,33 @@ def test_a_database_without_permission_says_so(tmp_path: Path) -> None:
         (data / "copilot.db").chmod(0o644)
 
 
+def _sqlite_error(cls: type, message: str, name: str) -> Exception:
+    exc = cls(message)
+    exc.sqlite_errorname = name  # what SQLite itself sets on the errors it raises
+    return exc
+
+
+def test_what_counts_as_an_unusable_database(tmp_path: Path) -> None:
+    """Permission and I/O errors name the fix; a busy or locked database, or a bug, is not the file's fault."""
+    import sqlite3
+
+    from copilot.storage.store import unusable_database
+
+    db = tmp_path / "copilot.db"
+    denied = unusable_database(db, PermissionError(13, "Permission denied"))
+    readonly = unusable_database(db, _sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database",
+                                                   "SQLITE_READONLY"))
+    io = unusable_database(db, _sqlite_error(sqlite3.OperationalError, "disk I/O error", "SQLITE_IOERR_READ"))
+    for error in (denied, readonly, io):
+        assert isinstance(error, StorageError) and str(error).startswith(f"the database {db} cannot be opened")
+        assert "read and write access" in str(error)
+    assert unusable_database(db, _sqlite_error(sqlite3.OperationalError, "database is locked", "SQLITE_BUSY")) is None
+    assert unusable_database(db, ValueError("a bug")) is None
+    damaged = unusable_database(db, _sqlite_error(sqlite3.DatabaseError, "database disk image is malformed",
+                                                  "SQLITE_CORRUPT"))
+    assert "is damaged or not a SQLite database (database disk image is malformed): move it away" in str(damaged)
+
+
 PDF = str(SHARED_DATA / "papers" / "N18-3011.pdf")
 COMMANDS = [
     (ingest_cli, ["list"]), (ingest_cli, ["list", "--json"]), (ingest_cli, ["add", PDF, "--quiet"]),

@@ -14,26 +14,56 @@ def _settings(data_dir: str | None) -> Settings:
     return Settings(data_dir=data_dir) if data_dir else Settings()
 
 
-@click.group(help="Paper Copilot: an academic copilot with thought memory.")
+class _StorageErrors:
+    """Ends a command with one ``error:`` line and exit status 1 when the database cannot be used (damaged, a
+    directory, no permission): the message comes from the storage layer."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - whatever the command returns
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from copilot.storage import StorageError
+
+            if not isinstance(exc, StorageError):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+
+
+class Commands(_StorageErrors, click.Group):
+    """A command group whose every command reports an unusable database in one line."""
+
+
+class Command(_StorageErrors, click.Command):
+    """A single command that reports an unusable database in one line."""
+
+
+@click.group(cls=Commands, help="Paper Copilot: an academic copilot with thought memory.")
 def cli() -> None:
     from copilot.config import apply_offline_defaults, get_settings
 
     apply_offline_defaults(get_settings())
 
 
-@cli.command(help="Check that this instance can work: data dir, SQLite, FAISS, embedder, LLM.")
+@cli.command(help="Check that this instance can work: data dir, SQLite, indices against the database, orphan "
+             "files, FAISS, embedder, LLM.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead of lines.")
+@click.option("--repair", is_flag=True, help="Rebuild an index that differs from the database and remove orphan "
+              "files (stored PDFs no paper uses, leftovers of killed adds and index saves).")
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
-def doctor(as_json: bool, data_dir: str | None) -> None:
+def doctor(as_json: bool, repair: bool, data_dir: str | None) -> None:
     from copilot import doctor as checks
 
-    results = checks.run_checks(_settings(data_dir))
+    results = checks.run_checks(_settings(data_dir), repair=repair)
     if as_json:
         click.echo(json.dumps(checks.as_json(results), indent=2))
     else:
         for line in checks.format_lines(results):
             click.echo(line)
     failed = [r.name for r in results if not r.ok]
+    unusable = next((r for r in results if "unusable" in r.data), None)
+    if unusable is not None:
+        click.echo(f"error: {unusable.detail}", err=True)
     if failed:
         click.echo(f"doctor: failed check(s): {', '.join(failed)}", err=True)
         sys.exit(1)

@@ -2,6 +2,12 @@
 
 Each check returns what it measured (dimension, tokens/s, …) so a user can tell a slow machine from a broken
 one. A failing check does not stop the others: the user sees everything that is wrong at once.
+
+Two checks look at the data directory itself: ``index`` compares each vector index with the database (the rows,
+their vectors and their filter metadata), and ``files`` finds what no read uses: stored PDFs no paper names
+(left by a killed add or removal), staged uploads of processes that are gone, index snapshots and deltas of old
+generations and temporary files of killed index saves. With ``repair`` an inconsistent index is rebuilt from the
+database and those files are removed; the line says how many, and how large.
 """
 
 from __future__ import annotations
@@ -97,9 +103,13 @@ def check_faiss(settings: Settings) -> CheckResult:
 
 
 def check_sqlite(settings: Settings) -> CheckResult:
-    from copilot.storage import Store
+    from copilot.storage import Store, StorageError
 
-    with Store.open(settings) as store:
+    try:
+        store = Store.open(settings)
+    except StorageError as exc:
+        return CheckResult("sqlite", False, str(exc), {"unusable": str(settings.db_path)})
+    with store:
         ok = store.integrity_ok() and store.journal_mode.lower() == "wal"
         version = store.schema_version
         mode = store.journal_mode
@@ -109,19 +119,76 @@ def check_sqlite(settings: Settings) -> CheckResult:
     )
 
 
-CHECKS: list[Callable[[Settings], CheckResult]] = [
-    check_data_dir, check_sqlite, check_faiss, check_embedder, check_llm,
+def _library(settings: Settings):  # noqa: ANN202 - an ingest.library.Library, or None
+    """The data directory's library without models, or None when its database cannot be used (``sqlite`` says
+    why)."""
+    from copilot.storage import StorageError
+    from ingest.library import Library
+
+    try:
+        return Library.open(settings)
+    except StorageError:
+        return None
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:.1f} MB" if n_bytes >= 100_000 else f"{n_bytes / 1e3:.1f} kB"
+
+
+def check_index(settings: Settings, repair: bool = False) -> CheckResult:
+    library = _library(settings)
+    if library is None:
+        return CheckResult("index", False, "not checked: the database cannot be used (see sqlite)")
+    with library.store as store:
+        consistent = store.check_consistency()
+        wrong = [kind for kind, ok in consistent.items() if not ok]
+        rebuilt = store.reindex(wrong) if repair and wrong else {}
+        counts = {kind: len(store.index(kind) or []) for kind in consistent}
+    parts = [f"{kind} {counts[kind]} vectors " + ("rebuilt" if kind in rebuilt else "ok" if ok else "DIFFERS")
+             for kind, ok in consistent.items()]
+    ok = not wrong or bool(rebuilt)
+    hint = "" if ok else "; `python -m copilot doctor --repair` rebuilds it from the database"
+    return CheckResult("index", ok, "index matches the database: " + ", ".join(parts) + hint,
+                       {"consistent": consistent, "rebuilt": sorted(rebuilt), "vectors": counts})
+
+
+def check_files(settings: Settings, repair: bool = False) -> CheckResult:
+    library = _library(settings)
+    if library is None:
+        return CheckResult("files", False, "not checked: the database cannot be used (see sqlite)")
+    with library.store as store:
+        found = {"orphan_pdfs": library.orphan_files(remove=repair),
+                 "stale_index_files": store.stale_index_files(remove=repair)}
+    data = {kind: [{"path": str(path), "bytes": size} for path, size in files] for kind, files in found.items()}
+    n_files = sum(len(files) for files in found.values())
+    n_bytes = sum(size for files in found.values() for _, size in files)
+    if not n_files:
+        return CheckResult("files", True, "no orphan files", data)
+    what = ", ".join(f"{len(files)} {kind.replace('_', ' ')}" for kind, files in found.items() if files)
+    if repair:
+        return CheckResult("files", True, f"removed {n_files} orphan files ({what}), {_size(n_bytes)}",
+                           data | {"removed": True})
+    return CheckResult("files", False, f"{n_files} orphan files ({what}), {_size(n_bytes)}: "
+                       "`python -m copilot doctor --repair` removes them", data)
+
+
+CHECKS: list[Callable[..., CheckResult]] = [
+    check_data_dir, check_sqlite, check_files, check_index, check_faiss, check_embedder, check_llm,
 ]
+# The checks that can also mend what they find.
+REPAIRS = {check_index, check_files}
 
 
-def run_checks(settings: Settings, checks: list[Callable[[Settings], CheckResult]] | None = None) -> list[CheckResult]:
-    """Run every check, turning an exception into a failed result with its message."""
+def run_checks(settings: Settings, checks: list[Callable[..., CheckResult]] | None = None, *,
+               repair: bool = False) -> list[CheckResult]:
+    """Run every check, turning an exception into a failed result with its message; ``repair`` lets the checks
+    that can mend what they find do it."""
     results = []
     for check in checks or CHECKS:
         name = check.__name__.removeprefix("check_")
         start = time.perf_counter()
         try:
-            result = check(settings)
+            result = check(settings, repair=True) if repair and check in REPAIRS else check(settings)
         except Exception as exc:  # noqa: BLE001 - a doctor reports every failure
             last = traceback.extract_tb(exc.__traceback__)[-1]
             result = CheckResult(name, False, f"{type(exc).__name__}: {exc}",

@@ -147,11 +147,13 @@ class Copilot:
             self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None))
 
     @classmethod
-    def open(cls, settings: Settings) -> Copilot:
+    def open(cls, settings: Settings, *, store: Store | None = None) -> Copilot:
+        """The engine of ``settings``' data directory (the store first: an unusable database fails before the
+        models load)."""
         from copilot.embeddings import get_embedder
         from copilot.llm import get_llm
 
-        return cls(settings, Store.open(settings), get_embedder(settings), get_llm(settings))
+        return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings))
 
     def flush(self, timeout: float | None = None) -> bool:
         return self.worker.flush(timeout)

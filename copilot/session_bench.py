@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from copilot.cli import Command
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 
 DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
@@ -73,7 +74,7 @@ def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> d
     }
 
 
-@click.command(help="Ask ten questions in a row on the real papers with the configured LLM; print the record.")
+@click.command(cls=Command, help="Ask ten questions in a row on the real papers with the configured LLM; print the record.")
 @click.option("--papers", "papers_dir", type=click.Path(path_type=Path), default=DEFAULT_PAPERS, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the JSON record here.")
 @click.option("--data-dir", default=None, help="Keep the library and memory here (default: a temporary folder).")

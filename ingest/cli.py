@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from copilot.cli import Commands
 from copilot.config import Settings, apply_offline_defaults
 from ingest.errors import IngestError
 
@@ -61,7 +62,7 @@ class _Bar:
 data_dir_option = click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 
 
-@click.group(help="Get papers into the Paper Copilot library.")
+@click.group(cls=Commands, help="Get papers into the Paper Copilot library.")
 def cli() -> None:
     pass
 
@@ -103,7 +104,7 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
                                "failures": [{"id": i, "error": e} for i, e in failures]}, indent=2))
     else:
         for r in results:
-            state = "added" if r.added else "already in the library"
+            state = "added" if r.added else "already in your library"
             click.echo(f"{r.paper_id}: {state}: {r.title} ({r.n_pages} pages, {r.n_chunks} chunks)")
             for warning in r.warnings:
                 click.echo(f"  warning: {warning}")

@@ -1,14 +1,17 @@
 """PDFs into the data directory: downloads with size and type checks, and local uploads.
 
-Files are named by their SHA-256, written to a temporary file and renamed, so a failed or interrupted
-transfer never leaves a half file where a paper is expected, and the same file is stored once.
+Both are *staged*: written to a temporary file in the data directory, named after the process writing it
+(``.upload-<pid>-….tmp``), and hashed on the way. The library moves a staged file to its place,
+``<sha256>.pdf``, inside the transaction that stores the paper, so a failed or interrupted add never leaves a
+PDF that no paper uses, and the same file is stored once. A staged file whose process is gone is a leftover of a
+killed add (``python -m copilot doctor --repair`` removes it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,13 +25,31 @@ PDF_MAGIC = b"%PDF-"
 _ACCEPTED_TYPES = ("application/pdf", "application/x-pdf", "application/octet-stream", "binary/octet-stream")
 
 
-def _finish(tmp: Path, digest: str, dest_dir: Path) -> Path:
-    final = dest_dir / f"{digest}.pdf"
-    if final.exists():
-        tmp.unlink(missing_ok=True)
-    else:
-        os.replace(tmp, final)
-    return final
+_STAGED = re.compile(r"^\.(?:upload|download)-(?P<pid>\d+)-.*\.tmp$")
+
+
+def stored_name(sha256: str) -> str:
+    """The name of a stored PDF in the data directory: its content's hash."""
+    return f"{sha256}.pdf"
+
+
+def _stage(dest_dir: Path, kind: str) -> tuple[int, Path]:
+    fd, name = tempfile.mkstemp(prefix=f".{kind}-{os.getpid()}-", suffix=".tmp", dir=dest_dir)
+    return fd, Path(name)
+
+
+def being_written(path: Path) -> bool:
+    """Is ``path`` a staged PDF whose process is still running (an add in progress, not a leftover)?"""
+    match = _STAGED.match(path.name)
+    if not match:
+        return False
+    try:
+        os.kill(int(match["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def download_pdf(
@@ -40,7 +61,8 @@ def download_pdf(
     session: requests.Session | None = None,
     before_request: Callable[[], None] | None = None,
 ) -> tuple[Path, str]:
-    """Fetch ``url`` into ``dest_dir``; returns (path, sha256). Raises :class:`DownloadError`."""
+    """Fetch ``url`` into a staged file in ``dest_dir``; returns (path, sha256). The caller moves the file to its
+    place or removes it. Raises :class:`DownloadError` (and leaves nothing behind)."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     if before_request is not None:
         before_request()
@@ -60,8 +82,8 @@ def download_pdf(
         if declared > max_bytes:
             raise DownloadError(f"{url} is {declared / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit.")
         digest = hashlib.sha256()
-        fd, tmp_name = tempfile.mkstemp(prefix=".download-", suffix=".tmp", dir=dest_dir)
-        tmp = Path(tmp_name)
+        fd, tmp = _stage(dest_dir, "download")
+        done = False
         try:
             size = 0
             head = b""
@@ -76,23 +98,18 @@ def download_pdf(
                     out.write(block)
             if not head.startswith(PDF_MAGIC):
                 raise DownloadError(f"{url} did not return a PDF file.")
-            return _finish(tmp, digest.hexdigest(), dest_dir), digest.hexdigest()
+            done = True
+            return tmp, digest.hexdigest()
         except requests.RequestException as exc:
             raise DownloadError(f"The download of {url} was interrupted: {exc.__class__.__name__}.") from exc
         finally:
-            tmp.unlink(missing_ok=True)
+            if not done:
+                tmp.unlink(missing_ok=True)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def store_upload(source: Path, dest_dir: Path, *, max_bytes: int = MAX_PDF_BYTES) -> tuple[Path, str]:
-    """Copy a local PDF into ``dest_dir``; returns (path, sha256). Raises :class:`PDFError` for non-PDFs."""
+def stage_upload(source: Path, dest_dir: Path, *, max_bytes: int = MAX_PDF_BYTES) -> tuple[Path, str]:
+    """Copy a local PDF into a staged file in ``dest_dir``; returns (path, sha256). The caller moves the file to
+    its place or removes it. Raises :class:`PDFError` for non-PDFs, naming ``source`` as the user gave it."""
     if not source.is_file():
         raise PDFError(f"{source} does not exist or is not a file.")
     size = source.stat().st_size
@@ -104,14 +121,14 @@ def store_upload(source: Path, dest_dir: Path, *, max_bytes: int = MAX_PDF_BYTES
         if not handle.read(1024).lstrip().startswith(PDF_MAGIC):
             raise PDFError(f"{source.name} is not a PDF file.")
     dest_dir.mkdir(parents=True, exist_ok=True)
-    digest = file_sha256(source)
-    final = dest_dir / f"{digest}.pdf"
-    if not final.exists():
-        fd, tmp_name = tempfile.mkstemp(prefix=".upload-", suffix=".tmp", dir=dest_dir)
-        os.close(fd)
-        try:
-            shutil.copyfile(source, tmp_name)
-            os.replace(tmp_name, final)
-        finally:
-            Path(tmp_name).unlink(missing_ok=True)
-    return final, digest
+    fd, tmp = _stage(dest_dir, "upload")
+    digest = hashlib.sha256()
+    try:
+        with open(source, "rb") as handle, os.fdopen(fd, "wb") as out:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+                out.write(block)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, digest.hexdigest()

@@ -1,12 +1,19 @@
 """The paper library: add (idempotent), list, show and remove papers with their chunks and vectors.
 
-Adding is all or nothing: the PDF is parsed, chunked and embedded first, then the paper row and every chunk
-with its vector go into SQLite in one transaction. A failure at any step leaves the library exactly as it
-was (a PDF copied in for the attempt is removed again).
+Adding is all or nothing: the PDF is staged (copied or downloaded to a temporary file), parsed, chunked and
+embedded first; then the paper row, every chunk with its vector, and the move of the staged file to its place go
+into one SQLite transaction. A failure at any step leaves the library exactly as it was, and a kill leaves at
+most a file no paper uses, which ``python -m copilot doctor`` reports and ``--repair`` removes.
+
+An upload is deduplicated within its owner's library only (by file hash): another user adding the same PDF gets
+their own paper (the bytes on disk are shared), and is told nothing about who else holds it. arXiv papers are
+shared by everyone, by arXiv id.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +23,7 @@ from copilot.embeddings import Embedder
 from copilot.storage import Store, utc_now
 from copilot.types import Chunk, Paper, PaperSummary
 from ingest.chunking import ChunkingOptions, chunk_paper
-from ingest.download import download_pdf, store_upload
+from ingest.download import being_written, download_pdf, stage_upload, stored_name
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
 from ingest.models import PaperMetadata, ParsedPaper, Progress, no_progress
 
@@ -25,7 +32,7 @@ LOCAL_USER = "local"
 
 @dataclass
 class AddResult:
-    """What one add did: ``added`` is False when the paper was already in the library."""
+    """What one add did: ``added`` is False when the paper was already in the user's library."""
 
     paper_id: str
     title: str
@@ -43,8 +50,10 @@ class RemoveResult:
     thoughts_flagged: int
 
 
-def upload_paper_id(sha256: str) -> str:
-    return f"pdf-{sha256[:12]}"
+def upload_paper_id(sha256: str, owner: str) -> str:
+    """The id of ``owner``'s upload of the PDF with this hash: two owners' copies of one file never share an id
+    (uploads stored before owners counted keep their old ``pdf-<hash prefix>`` ids)."""
+    return "pdf-" + hashlib.sha256(f"{owner}\0{sha256}".encode()).hexdigest()[:12]
 
 
 class Library:
@@ -122,59 +131,74 @@ class Library:
     def chunks(self, paper_id: str) -> list[Chunk]:
         return self.store.chunks.of_paper(paper_id)
 
-    def _existing(self, paper_id: str | None = None, file_hash: str | None = None) -> Paper | None:
-        if paper_id:
-            found = self.store.papers.get(paper_id)
-            if found:
-                return found
-        if file_hash:
-            return self.store.papers.by_hash(file_hash)
-        return None
+    def _existing(self, paper_id: str) -> Paper | None:
+        return self.store.papers.get(paper_id)
 
     # ----- adding ------------------------------------------------------------------------------------
 
     def add_pdf(self, path: Path, *, user_id: str = LOCAL_USER, metadata: PaperMetadata | None = None,
                 progress: Progress = no_progress) -> AddResult:
         """Add a local PDF (an upload, or a downloaded arXiv PDF when ``metadata`` is given)."""
-        progress(0.0, f"Reading {Path(path).name}")
-        stored, sha = store_upload(Path(path), self.pdf_dir)
+        source = Path(path)
+        progress(0.0, f"Reading {source.name}")
+        staged, sha = stage_upload(source, self.pdf_dir)
         try:
-            paper_id = metadata.arxiv_id if metadata else upload_paper_id(sha)
-            found = self._existing(paper_id, sha)
+            if metadata:
+                found = self._existing(metadata.arxiv_id) or self.store.papers.by_hash(sha, None)
+                paper_id = metadata.arxiv_id
+            else:
+                found = self.store.papers.by_hash(sha, user_id)
+                paper_id = upload_paper_id(sha, user_id)
             if found:
-                self._discard_if_unreferenced(stored, sha)
                 return self._already(found, progress)
-            return self._add_parsed(stored, sha, paper_id, metadata, user_id, progress)
-        except BaseException:
-            self._discard_if_unreferenced(stored, sha)
-            raise
-
-    def _discard_if_unreferenced(self, stored: Path, sha: str) -> None:
-        """Delete a stored PDF that no paper uses (one copied in for an add that stored nothing)."""
-        if not self._existing(file_hash=sha):
-            stored.unlink(missing_ok=True)
+            return self._add_parsed(staged, sha, paper_id, metadata, user_id, progress, name=source.name)
+        finally:
+            staged.unlink(missing_ok=True)
 
     @staticmethod
     def _already(found: Paper, progress: Progress) -> AddResult:
-        """The result of adding a paper the library already holds."""
-        progress(1.0, "Already in the library")
+        """The result of adding a paper the user's library already holds."""
+        progress(1.0, "Already in your library")
         return AddResult(found.id, found.title or "", added=False, n_pages=found.n_pages or 0)
 
-    def _add_parsed(self, stored: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
-                    progress: Progress) -> AddResult:
+    def _place(self, staged: Path, sha: str) -> bool:
+        """Move a staged PDF to its place (inside the paper's transaction); False when the file is there already
+        (another paper of the same bytes)."""
+        final = self.pdf_dir / stored_name(sha)
+        if final.exists():
+            return False
+        os.replace(staged, final)
+        return True
+
+    def _discard_unused(self, sha: str) -> None:
+        """Delete the stored PDF with this hash if no paper uses it; inside a write transaction, so no add is
+        between finding the file in place and committing its paper."""
+        with self.store.transaction():
+            if not self.store.papers.file_in_use(sha):
+                (self.pdf_dir / stored_name(sha)).unlink(missing_ok=True)
+
+    def orphan_files(self, *, remove: bool = False) -> list[tuple[Path, int]]:
+        """Files in the PDF folder no paper uses (leftovers of killed adds or removals), with their sizes;
+        ``remove`` deletes them. A file an add in progress is still writing is spared."""
+        return self.store.unreferenced_files(self.pdf_dir, remove=remove, live=being_written)
+
+    def _add_parsed(self, staged: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
+                    progress: Progress, *, name: str) -> AddResult:
+        """Parse, chunk and embed the staged PDF, then store it; ``name`` is the file as the user knows it."""
         from ingest.pdf import parse_pdf
 
         seconds: dict[str, float] = {}
         start = time.perf_counter()
         progress(0.1, "Parsing the PDF")
-        parsed = parse_pdf(stored)
+        settings = self._settings or Settings.model_construct()
+        parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages)
         seconds["parse"] = time.perf_counter() - start
 
         start = time.perf_counter()
         progress(0.3, "Splitting into chunks")
         chunks = chunk_paper(paper_id, parsed, self.embedder.tokenizer, self.chunking)
         if not any(c.section != "Abstract" for c in chunks):
-            raise PDFError(f"{stored.name}: no body text could be extracted, so there is nothing to search.")
+            raise PDFError(f"{name}: no body text could be extracted, so there is nothing to search.")
         seconds["chunk"] = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -184,25 +208,33 @@ class Library:
 
         start = time.perf_counter()
         progress(0.9, "Saving")
-        paper = self._paper_record(paper_id, sha, stored, parsed, metadata, user_id)
-        with self.store.transaction():
-            self.store.papers.add(paper)
-            self.store.chunks.add(chunks, vectors)
+        paper = self._paper_record(paper_id, sha, self.pdf_dir / stored_name(sha), Path(name).stem, parsed,
+                                   metadata, user_id)
+        placed = False
+        try:
+            with self.store.transaction():
+                self.store.papers.add(paper)
+                self.store.chunks.add(chunks, vectors)
+                placed = self._place(staged, sha)  # the last step before COMMIT: a kill here leaves an orphan file
+        except BaseException:
+            if placed:
+                self._discard_unused(sha)
+            raise
         seconds["store"] = time.perf_counter() - start
         progress(1.0, f"Added {paper.title or paper_id}")
         return AddResult(paper_id, paper.title, added=True, n_chunks=len(chunks), n_pages=parsed.n_pages,
                          warnings=list(parsed.warnings), seconds={k: round(v, 3) for k, v in seconds.items()})
 
     @staticmethod
-    def _paper_record(paper_id: str, sha: str, stored: Path, parsed: ParsedPaper, metadata: PaperMetadata | None,
-                      user_id: str) -> Paper:
+    def _paper_record(paper_id: str, sha: str, stored: Path, stem: str, parsed: ParsedPaper,
+                      metadata: PaperMetadata | None, user_id: str) -> Paper:
         sections = [{"title": s.title, "level": s.level, "page_start": s.page_start, "page_end": s.page_end,
                      "char_start": s.char_start, "char_end": s.char_end} for s in parsed.sections]
         paper = Paper(
             id=paper_id,
             user_id=None if metadata else user_id,
             source="arxiv" if metadata else "upload",
-            title=(metadata.title if metadata else parsed.title) or stored.stem,
+            title=(metadata.title if metadata else parsed.title) or stem,
             abstract=metadata.abstract if metadata and metadata.abstract else parsed.abstract,
             file_hash=sha,
             pdf_path=str(stored),
@@ -241,15 +273,15 @@ class Library:
             return self._already(found, progress)
         progress(0.05, f"Downloading {metadata.pdf_url}")
         limiter = getattr(self.arxiv, "wait_turn", None)
-        path, sha = download_pdf(metadata.pdf_url, self.pdf_dir, before_request=limiter)
+        staged, sha = download_pdf(metadata.pdf_url, self.pdf_dir, before_request=limiter)
         try:
-            found = self._existing(file_hash=sha)
+            found = self.store.papers.by_hash(sha, None)
             if found:
                 return self._already(found, progress)
-            return self._add_parsed(path, sha, metadata.arxiv_id, metadata, user_id, progress)
-        except BaseException:
-            self._discard_if_unreferenced(path, sha)
-            raise
+            return self._add_parsed(staged, sha, metadata.arxiv_id, metadata, user_id, progress,
+                                    name=f"the PDF of arXiv:{metadata.arxiv_id}")
+        finally:
+            staged.unlink(missing_ok=True)
 
     def add_many(self, papers: list[PaperMetadata], *, user_id: str = LOCAL_USER,
                  progress: Progress = no_progress) -> tuple[list[AddResult], list[tuple[str, str]]]:
@@ -280,7 +312,6 @@ class Library:
             flagged = self.store.thoughts.flag_built_on(chunk_ids)
             self.store.chunks.delete(chunk_ids)
             self.store.papers.delete(paper_id)
-        pdf_path = Path(paper.pdf_path) if paper.pdf_path else None
-        if pdf_path and not self._existing(file_hash=paper.file_hash):
-            pdf_path.unlink(missing_ok=True)
+        if paper.file_hash:
+            self._discard_unused(paper.file_hash)  # a kill before this leaves an orphan file, never a missing one
         return RemoveResult(paper_id, len(chunk_ids), flagged)

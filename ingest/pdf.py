@@ -23,8 +23,10 @@ section runs from its heading to the next heading of any level, and ``level`` gi
 before any heading (a paper without headings) is the section ``UNTITLED_SECTION``. The References
 section holds one entry per paragraph, the same strings as ``ParsedPaper.references``.
 
-Inputs that are not usable PDFs raise :class:`PDFError` with a message a user can act on; a PDF that
-PyMuPDF can only partly read gives a partial parse with ``warnings`` saying what is missing.
+Inputs that are not usable PDFs raise :class:`PDFError` with a message a user can act on: among them a PDF
+PyMuPDF cannot read whole (a page that fails to load, or pages left without text by repairing a truncated file:
+a file cut to its first 30% keeps 6 of 13 pages) and one whose pages mostly have no text (a scan). A PDF that
+was repaired with every page readable, or with a few scanned pages, gives a parse with ``warnings``.
 """
 
 from __future__ import annotations
@@ -159,12 +161,12 @@ class _Page:
 # Public entry point
 
 
-def parse_pdf(source: Path | bytes, *, name: str | None = None) -> ParsedPaper:
+def parse_pdf(source: Path | bytes, *, name: str | None = None, min_text_pages: float = 0.5) -> ParsedPaper:
     """Parse a paper's PDF (a path or its bytes) into clean text, title, abstract, sections and references.
 
     ``name`` is how messages refer to the file (defaults to the file name). Raises :class:`PDFError`
-    when the input is not a usable PDF: missing, empty, not a PDF, encrypted, damaged beyond repair, or
-    without any extractable text (a scan).
+    when the input is not a usable PDF: missing, empty, not a PDF, encrypted, damaged (a page unreadable or
+    emptied by repair), or with text on fewer than ``min_text_pages`` of its pages (a scan).
     """
     label = _label(source, name)
     data = _read_source(source, label)
@@ -172,7 +174,7 @@ def parse_pdf(source: Path | bytes, *, name: str | None = None) -> ParsedPaper:
     warnings: list[str] = []
     with _quiet_mupdf():
         document = _read_document(data, label, warnings)
-    _check_has_text(document, label, warnings)
+    _check_has_text(document, label, warnings, min_text_pages)
     return _Assembler(document.pages, document.n_pages, document.metadata_title, label, warnings).run()
 
 
@@ -269,7 +271,8 @@ def _read_document(data: bytes, label: str, warnings: list[str]) -> _Document:
         if not pages:
             raise PDFError(f"{label} is damaged: none of its pages could be read; download it again")
         if unreadable:
-            warnings.append(f"could not read page(s) {_ranges(unreadable)}; they were skipped")
+            raise PDFError(f"{label} is damaged: page(s) {_ranges(unreadable)} of {doc.page_count} could not be "
+                           "read; download it again")
         metadata_title = ((doc.metadata or {}).get("title") or "").strip()
         return _Document(pages, doc.page_count, metadata_title, doc.is_repaired)
     finally:
@@ -290,23 +293,31 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
-def _check_has_text(document: _Document, label: str, warnings: list[str]) -> None:
+def _check_has_text(document: _Document, label: str, warnings: list[str], min_text_pages: float) -> None:
     """A PDF without a text layer (a scan, blank pages, or a file damaged beyond repair) cannot be parsed;
-    say which it is. Pages without text in a PDF that has some are reported as warnings."""
+    say which it is. So can a repaired file that lost the text of some pages (it is truncated: what is left
+    would be stored as if it were the paper), and one where most pages have no text. A few pages without a
+    text layer in a PDF that has text are reported as warnings."""
     pages = document.pages
+    n = document.n_pages
     if sum(p.n_letters for p in pages) < 20:
         if document.repaired:
             raise PDFError(f"{label} is damaged or truncated: no text could be read; download it again")
         if any(p.has_images for p in pages):
             raise PDFError(f"{label} has no extractable text (scanned?); run OCR on it first and upload again")
         raise PDFError(f"{label} has no extractable text (its pages are blank); upload the paper's PDF")
-    scanned = [p.number + 1 for p in pages if p.n_letters < 20 and p.has_images]
-    if scanned:
-        warnings.append(f"page(s) {_ranges(scanned)} have no text layer (scanned?); their content is missing")
     if document.repaired:
         empty = [p.number + 1 for p in pages if not p.n_letters and not p.has_images]
         if empty:
-            warnings.append(f"page(s) {_ranges(empty)} have no text after repair")
+            raise PDFError(f"{label} is damaged or truncated: page(s) {_ranges(empty)} of {n} came out empty "
+                           "after repair; download it again")
+    with_text = sum(1 for p in pages if p.n_letters >= 20)
+    if with_text < min_text_pages * n:
+        raise PDFError(f"{label} has text on only {with_text} of its {n} pages (scanned?); run OCR on it first "
+                       "and upload again")
+    scanned = [p.number + 1 for p in pages if p.n_letters < 20 and p.has_images]
+    if scanned:
+        warnings.append(f"page(s) {_ranges(scanned)} have no text layer (scanned?); their content is missing")
 
 
 # --------------------------------------------------------------------------------------------------

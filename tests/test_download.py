@@ -1,4 +1,5 @@
-"""PDF downloads against a local HTTP server, and local uploads: size and type checks, atomic files."""
+"""PDF downloads against a local HTTP server, and local uploads: size and type checks, staged files that a failure
+removes and that name their process."""
 
 import threading
 from collections.abc import Iterator
@@ -7,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.download import download_pdf, store_upload
+import os
+
+from ingest.download import being_written, download_pdf, stage_upload
 from ingest.errors import DownloadError, PDFError
 from tests.conftest import SHARED_DATA, free_port
 
@@ -47,13 +50,17 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
 
 
-def test_download_stores_by_hash(server: str, tmp_path: Path) -> None:
+def test_download_is_staged_with_its_hash(server: str, tmp_path: Path) -> None:
+    import hashlib
+
     calls = []
     path, sha = download_pdf(f"{server}/paper.pdf", tmp_path, before_request=lambda: calls.append(1))
-    assert path == tmp_path / f"{sha}.pdf" and path.read_bytes() == PDF.read_bytes()
-    again, sha2 = download_pdf(f"{server}/paper.pdf", tmp_path)
-    assert (again, sha2) == (path, sha)
-    assert leftovers(tmp_path) == [path.name] and calls == [1]
+    assert path.parent == tmp_path and path.read_bytes() == PDF.read_bytes() and calls == [1]
+    assert sha == hashlib.sha256(PDF.read_bytes()).hexdigest()
+    assert path.name.startswith(f".download-{os.getpid()}-") and being_written(path)
+    assert leftovers(tmp_path) == [path.name]
+    dead = tmp_path / ".download-999999999-x.tmp"
+    assert not being_written(dead) and not being_written(tmp_path / f"{sha}.pdf")
 
 
 @pytest.mark.parametrize(
@@ -79,18 +86,18 @@ def test_unreachable(tmp_path: Path) -> None:
 
 def test_upload_checks(tmp_path: Path) -> None:
     dest = tmp_path / "pdfs"
-    path, sha = store_upload(PDF, dest)
-    assert path.read_bytes() == PDF.read_bytes() and path.name == f"{sha}.pdf"
+    path, sha = stage_upload(PDF, dest)
+    assert path.read_bytes() == PDF.read_bytes() and path.name.startswith(f".upload-{os.getpid()}-")
     text = tmp_path / "notes.pdf"
     text.write_text("just text")
     empty = tmp_path / "empty.pdf"
     empty.write_bytes(b"")
     with pytest.raises(PDFError, match="not a PDF"):
-        store_upload(text, dest)
+        stage_upload(text, dest)
     with pytest.raises(PDFError, match="empty"):
-        store_upload(empty, dest)
+        stage_upload(empty, dest)
     with pytest.raises(PDFError, match="does not exist"):
-        store_upload(tmp_path / "missing.pdf", dest)
+        stage_upload(tmp_path / "missing.pdf", dest)
     with pytest.raises(PDFError, match="over the"):
-        store_upload(PDF, dest, max_bytes=1000)
+        stage_upload(PDF, dest, max_bytes=1000)
     assert leftovers(dest) == [path.name]

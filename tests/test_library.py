@@ -130,9 +130,9 @@ def test_add_arxiv_paper_offline(library: Library, monkeypatch: pytest.MonkeyPat
 
     def fake_download(url: str, dest: Path, **kwargs) -> tuple[Path, str]:  # noqa: ANN003
         assert url == metadata.pdf_url
-        from ingest.download import store_upload
+        from ingest.download import stage_upload
 
-        return store_upload(PAPERS / "2020.acl-main.207.pdf", dest)
+        return stage_upload(PAPERS / "2020.acl-main.207.pdf", dest)
 
     library._arxiv = FakeArxiv()
     monkeypatch.setattr(library_module, "download_pdf", fake_download)

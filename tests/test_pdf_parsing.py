@@ -440,22 +440,39 @@ def test_scanned_pages_in_a_text_pdf_are_reported(tmp_path: Path) -> None:
     assert len(paper.references) == 27
 
 
-def test_truncated_file_that_can_be_repaired_gives_a_partial_parse(tmp_path: Path,
-                                                                   capfd: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("share", "empty"), [(0.3, "1-7"), (0.9, "1")])
+def test_a_truncated_file_is_refused_even_when_it_can_be_repaired(tmp_path: Path, share: float, empty: str,
+                                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    """Cut to its first 30% the PDF still opens with 13 pages, but 7 of them come out empty: storing what is left
+    would pass a fragment off as the paper."""
     data = (PAPERS / "2020.acl-main.207.pdf").read_bytes()
     path = tmp_path / "cut.pdf"
-    path.write_bytes(data[: int(len(data) * 0.9)])  # the first page's content is lost
-    paper = parse_pdf(path)
-    assert any("damaged" in w for w in paper.warnings)
-    assert any("page(s) 1 have no text" in w for w in paper.warnings)
-    assert "no abstract found" in paper.warnings
-    assert paper.n_pages == 13
-    assert paper.title == "cut"  # neither the first page nor the metadata survived: the file name
-    assert any("no title found" in w for w in paper.warnings)
-    assert paper.sections[0].title == UNTITLED_SECTION and paper.sections[0].page_start == 2
-    assert "Related Work" in [s.title for s in paper.sections]
-    assert len(paper.references) > 40
+    path.write_bytes(data[: int(len(data) * share)])
+    with pytest.raises(PDFError, match=rf"^cut.pdf is damaged or truncated: page\(s\) {empty} of 13 came out empty"):
+        parse_pdf(path)
     assert capfd.readouterr().err == ""
+
+
+def test_a_repaired_file_with_every_page_readable_parses_with_a_warning(tmp_path: Path) -> None:
+    data = (PAPERS / "2020.acl-main.447.pdf").read_bytes()
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(data[: int(len(data) * 0.9)])  # the cross-reference table is lost, every page survives
+    paper = parse_pdf(path)
+    assert paper.n_pages == 15 and paper.abstract
+    assert paper.warnings == ["cut.pdf is damaged (truncated?) and was repaired; some content may be missing"]
+
+
+def test_a_pdf_whose_pages_mostly_have_no_text_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "mostly-scanned.pdf"
+    with pymupdf.open(PAPERS / "N18-3011.pdf") as doc:
+        picture = doc[0].get_pixmap(dpi=30)
+        for _ in range(9):
+            page = doc.new_page()
+            page.insert_image(page.rect, pixmap=picture)
+        doc.save(path)
+    with pytest.raises(PDFError, match=r"^mostly-scanned.pdf has text on only 8 of its 17 pages \(scanned\?\)"):
+        parse_pdf(path)
+    assert parse_pdf(path, min_text_pages=0.4).n_pages == 17
 
 
 # --------------------------------------------------------------------------------------------------

@@ -66,9 +66,9 @@ class Downloads:
         source = self.tmp_path / f"download-{len(self.urls)}.pdf"
         make_pdf(source, f"Paper at {url}", f"This paper, found at {url}, studies how deep learning models are "
                  "tested. " * 8)
-        from ingest.download import store_upload
+        from ingest.download import stage_upload
 
-        return store_upload(source, dest)
+        return stage_upload(source, dest)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from copilot.cli import Command
 from copilot.config import Settings, apply_offline_defaults
 from copilot.eval.methods import METHODS, parse_methods
 from copilot.eval.tasks import DEFAULT_DATA, TASKS
@@ -57,7 +58,7 @@ def _percentages(spec: str | None) -> list[int] | None:
     return values
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+@click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
                help=f"""Measure Thought-Retriever against baselines on the same data with the same LLM.
 
 Tasks: abstract-single (write each paper's abstract from its body; default data {DEFAULT_DATA['abstract-single']}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from copilot.storage.rows import dumps_or_none, fetch_all, fetch_one, loads
@@ -68,10 +69,25 @@ class PaperRepository:
         row = fetch_one(self._store.conn, f"{_WITH_COUNT} WHERE p.id = ? AND {rule}", [paper_id, *params])
         return None if row is None else _paper(row, row["n_chunks"])
 
-    def by_hash(self, file_hash: str) -> Paper | None:
-        """A paper made from the PDF with this SHA-256, whoever added it (a PDF is stored once)."""
-        row = fetch_one(self._store.conn, f"{_WITH_COUNT} WHERE p.file_hash = ? LIMIT 1", [file_hash])
+    def by_hash(self, file_hash: str, owner: str | None) -> Paper | None:
+        """A paper made from the PDF with this SHA-256 among ``owner``'s uploads and the shared arXiv papers (only
+        the shared ones when ``owner`` is None): what an add of that file by ``owner`` would repeat. Another user's
+        upload of the same file is never found, so an add says nothing about what others hold."""
+        rule, params = ("(p.user_id IS NULL OR p.user_id = ?)", [owner]) if owner else ("p.user_id IS NULL", [])
+        row = fetch_one(self._store.conn,
+                        f"{_WITH_COUNT} WHERE p.file_hash = ? AND {rule} ORDER BY p.added_at LIMIT 1",
+                        [file_hash, *params])
         return None if row is None else _paper(row, row["n_chunks"])
+
+    def file_in_use(self, file_hash: str) -> bool:
+        """Does any paper, whoever owns it, use the stored PDF with this SHA-256 (one file serves every owner)?"""
+        return self._store.conn.execute("SELECT 1 FROM papers WHERE file_hash = ? LIMIT 1",
+                                        [file_hash]).fetchone() is not None
+
+    def stored_file_names(self) -> set[str]:
+        """The file names of every stored PDF a paper row points at (whoever owns it)."""
+        return {Path(r[0]).name for r in self._store.conn.execute(
+            "SELECT pdf_path FROM papers WHERE pdf_path IS NOT NULL")}
 
     def visible_ids(self, user_id: str | None = None) -> list[str]:
         """The ids of every paper ``user_id`` may see, in the order they were added (no chunk counts: this is on

@@ -601,6 +601,25 @@ class IndexLog:
                 removed.append(path)
         return removed
 
+    def stale_files(self, current: int) -> list[Path]:
+        """Files of this kind no load at generation ``current`` reads: snapshots other than the newest at or before
+        it, deltas of other snapshots, temporary folders of dead writers, files of the old format. Call it under
+        :meth:`locked`, so no writer is between writing a snapshot and removing what it replaces."""
+        snapshots = [(path, gen) for path, gen in self.snapshots() if gen <= current]
+        keep = {snapshots[-1][0], self.delta_path(snapshots[-1][1])} if snapshots else set()
+        keep.add(self.directory / f"{self.kind}.lock")
+        stale = []
+        for path in self.files():
+            temp = _TEMP.match(path.name)
+            if path in keep or (temp and _alive(int(temp["pid"]))):
+                continue
+            stale.append(path)
+        return sorted(stale)
+
+    def locked(self) -> _FileLock:
+        """The writers' lock of this kind (held while its files are examined or removed)."""
+        return self._locked()
+
     # ----- reading -----------------------------------------------------------------------------------
 
     def load(self, target: int) -> VectorIndex | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from copilot.config import Settings
+from copilot.storage import StorageError
 from copilot.ui.services import Services
 from copilot.ui.identity import GuestTokens, load_secret
 from copilot.ui.users import Mode, resolve_user
@@ -24,7 +25,16 @@ class AppContext:
             self.tokens = GuestTokens(load_secret(self.settings))
 
     def user(self, request: gr.Request | None, profile: gr.OAuthProfile | None = None) -> str:
+        """Who is asking; every action starts here, so an unusable database is reported before anything else."""
+        self.ready()
         return resolve_user(self.mode, request, profile, self.tokens)
+
+    def ready(self) -> None:
+        """Raise the page's error when the database cannot be used: the storage layer's one line, no traceback."""
+        try:
+            self.services.store  # noqa: B018 - opens the records (not the models) on first use
+        except StorageError as exc:
+            raise fail(exc) from exc
 
     @property
     def single_user(self) -> bool:
@@ -40,7 +50,7 @@ class AppContext:
 
         check = admit_search if action == "search" else admit_question
         try:
-            check(self.services.copilot.store, self.settings, user_id)
+            check(self.services.store, self.settings, user_id)
         except LimitExceeded as exc:
             raise fail(exc) from exc
 

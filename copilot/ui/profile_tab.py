@@ -87,7 +87,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         from copilot.profile import save_profile
 
         try:
-            save_profile(services.copilot.store, ctx.user(request, profile), persona, "edited")
+            user = ctx.user(request, profile)
+            save_profile(services.copilot.store, user, persona, "edited")
         except ValueError as exc:
             raise fail(exc) from exc
         return "Persona saved."

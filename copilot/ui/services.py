@@ -14,6 +14,7 @@ from typing import Any
 
 from copilot.config import Settings
 from copilot.engine import Copilot
+from copilot.storage import Store
 from copilot.types import PaperSummary, RetrievedItem
 from ingest.library import Library
 from ingest.models import Progress, abs_url, no_progress
@@ -33,12 +34,25 @@ class Services:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        """The records, opened without the models: raises ``StorageError`` (one line naming the database file and
+        what to do) when the database cannot be used; every action asks again, so a repaired file is picked up."""
+        with self._lock:
+            if self._copilot is not None:
+                return self._copilot.store
+            if self._store is None:
+                self._store = Store.open(self.settings)
+            return self._store
 
     @property
     def copilot(self) -> Copilot:
+        store = self.store
         with self._lock:
             if self._copilot is None:
-                self._copilot = Copilot.open(self.settings)
+                self._copilot = Copilot.open(self.settings, store=store)
             return self._copilot
 
     @property
@@ -198,7 +212,7 @@ class Services:
 def add_message(result: Any) -> str:  # noqa: ANN401 - an ingest AddResult
     """One line on what adding a paper did, for the Library tab's notice."""
     if not result.added:
-        return f"already in the library as {result.paper_id}"
+        return f"already in your library as {result.paper_id}"
     warnings = f" (warnings: {'; '.join(result.warnings)})" if result.warnings else ""
     return f"added as {result.paper_id}, {result.n_chunks} chunks{warnings}"
 

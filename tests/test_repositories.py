@@ -9,7 +9,7 @@ import pytest
 
 from copilot.storage import Store
 from copilot.types import Chunk, Paper, PaperSummary, ThoughtSource, VectorFilter
-from tests.test_store import store, unit  # noqa: F401 - the same store fixture and vectors
+from tests.test_store import unit
 
 
 

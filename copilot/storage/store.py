@@ -31,7 +31,7 @@ from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
 from copilot.storage.papers import PaperRepository
 from copilot.storage.profiles import ProfileRepository
 from copilot.storage.queries import QueryRepository
-from copilot.storage.rows import from_blob, to_blob
+from copilot.storage.rows import SQLITE, from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.usage import UsageRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
@@ -44,8 +44,26 @@ class StoreError(RuntimeError):
     """A storage operation was refused; the message says why."""
 
 
+def attach_repositories(store: Any) -> None:  # noqa: ANN401 - a Store of either backend
+    """Give ``store`` its repositories: all SQL on records lives in them (one module per noun, in this package),
+    written in the subset both backends speak."""
+    store.papers = PaperRepository(store)
+    store.chunks = ChunkRepository(store)
+    store.thoughts = ThoughtRepository(store)
+    store.memories = MemoryRepository(store)
+    store.queries = QueryRepository(store)
+    store.profiles = ProfileRepository(store)
+    store.follows = FollowRepository(store)
+    store.refreshes = RefreshRepository(store)
+    store.eval_runs = EvalRunRepository(store)
+    store.usage = UsageRepository(store)
+
+
 class Store:
     """Records and vectors of one data directory."""
+
+    backend = "sqlite"
+    dialect = SQLITE
 
     def __init__(self, db_path: Path, index_dir: Path, index_options: IndexOptions | None = None) -> None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,20 +86,12 @@ class Store:
         self._after_commit: list = []
         with self._lock:
             migrate(self.db)
-        # The repositories: all SQL on records lives in them (one module per noun, in this package).
-        self.papers = PaperRepository(self)
-        self.chunks = ChunkRepository(self)
-        self.thoughts = ThoughtRepository(self)
-        self.memories = MemoryRepository(self)
-        self.queries = QueryRepository(self)
-        self.profiles = ProfileRepository(self)
-        self.follows = FollowRepository(self)
-        self.refreshes = RefreshRepository(self)
-        self.eval_runs = EvalRunRepository(self)
-        self.usage = UsageRepository(self)
+        attach_repositories(self)
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
+        if settings.database_url.get_secret_value():
+            return open_database(settings)  # type: ignore[return-value] - the same interface on a server
         return cls(settings.db_path, settings.index_dir, cls.index_options_from(settings))
 
     @staticmethod
@@ -253,7 +263,7 @@ class Store:
         found: dict[int, VectorMeta] = {}
         for start in range(0, len(ids), 500):
             part = list(ids[start:start + 500])
-            rows = conn.execute(f"SELECT * FROM ({VECTOR_META[kind]}) WHERE id IN ({', '.join('?' * len(part))})",
+            rows = conn.execute(f"SELECT * FROM ({VECTOR_META[kind]}) AS m WHERE id IN ({', '.join('?' * len(part))})",
                                 part).fetchall()
             found.update((int(r[0]), _meta(r)) for r in rows)
         return [found.get(int(i)) for i in ids]
@@ -375,7 +385,7 @@ class Store:
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
         sql, params = filter_sql(where or VectorFilter())
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) WHERE {sql}", params).fetchone()[0])
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}", params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
         """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
@@ -408,11 +418,12 @@ class Store:
 
 # Each vector table's filterable metadata, one row per vector: what a VectorFilter is evaluated against.
 VECTOR_META = {
-    "chunks": "SELECT c.id, p.user_id AS owner, c.paper_id AS paper, 0 AS public, NULL AS confidence, "
+    "chunks": "SELECT c.id, p.user_id AS owner, c.paper_id AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
               "0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.embedding IS NOT NULL",
     "thoughts": "SELECT id, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
                 "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
-    "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, NULL AS confidence, 0 AS flagged "
+    "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
+                "0 AS flagged "
                 "FROM memories WHERE embedding IS NOT NULL",
 }
 
@@ -438,16 +449,33 @@ def filter_sql(where: VectorFilter) -> tuple[str, list[Any]]:
             owners.append("public = 1")
         terms.append(f"({' OR '.join(owners)})")
     if where.papers is not None:
-        terms.append(f"paper IN ({', '.join('?' * len(where.papers))})" if where.papers else "0")
+        terms.append(f"paper IN ({', '.join('?' * len(where.papers))})" if where.papers else "FALSE")
         params += sorted(where.papers)
     if where.min_confidence is not None:
         terms.append("confidence >= ?")
         params.append(where.min_confidence)
     if where.unflagged:
         terms.append("flagged = 0")
-    return " AND ".join(terms) or "1", params
+    return " AND ".join(terms) or "TRUE", params
 
 
 def _check_kind(kind: str) -> None:
     if kind not in VECTOR_TABLES:
         raise StoreError(f"'{kind}' is not a vector table (one of {', '.join(VECTOR_TABLES)})")
+
+
+# Database servers by URL scheme (``COPILOT_DATABASE_URL``): module and class, imported only when named.
+SERVER_BACKENDS = {"postgresql": ("copilot.storage.postgres", "PostgresStore"),
+                   "postgres": ("copilot.storage.postgres", "PostgresStore")}
+
+
+def open_database(settings: Settings) -> Any:  # noqa: ANN401 - a store with the same interface as Store
+    """The store on the database server that ``COPILOT_DATABASE_URL`` names, chosen by the URL's scheme."""
+    import importlib
+
+    backend = settings.storage_backend
+    if backend not in SERVER_BACKENDS:
+        raise StoreError(f"COPILOT_DATABASE_URL names a '{backend}' database; supported: "
+                         f"{', '.join(sorted(SERVER_BACKENDS))} (or leave it empty for the embedded SQLite)")
+    module, name = SERVER_BACKENDS[backend]
+    return getattr(importlib.import_module(module), name).open(settings)

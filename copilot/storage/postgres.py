@@ -1,0 +1,410 @@
+"""The second storage backend: records and vectors in one PostgreSQL database with pgvector
+(``COPILOT_DATABASE_URL=postgresql://…``), so several app processes, on several machines, share one library.
+
+The repositories are the same as on SQLite. They write their SQL in the subset both backends speak (``?``
+placeholders, ``RETURNING id``, ``ON CONFLICT``, ``TRUE``/``FALSE``), and :class:`PgConnection` hands it to
+psycopg with psycopg's placeholders; the one fragment that differs is in :data:`~copilot.storage.rows.POSTGRESQL`.
+Connections come from a pool (``COPILOT_DATABASE_POOL_SIZE``). A transaction belongs to its thread: every
+statement a repository runs inside ``transaction()``, on whatever handle, goes to that transaction's
+connection, and a statement outside one runs on a pooled connection in autocommit mode.
+
+Vectors are a ``vector(n)`` column of their rows with an HNSW index (inner product, the cosine of unit vectors),
+so a vector is written, updated and rolled back with its row, and there is no index file to keep in step. A
+search is one statement: the filter's terms (``filter_sql``, the same SQL the embedded index is tested against)
+as its ``WHERE``, the distance as its ``ORDER BY``. With pgvector 0.8 or later an iterative index scan keeps
+walking the graph until ``k`` rows pass the filter; with an older pgvector a filtered search that comes back
+short is answered exactly (the same statement without the index), so it still returns ``k`` rows when ``k`` exist.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from pgvector.psycopg.vector import VectorBinaryLoader, VectorLoader
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.types import TypeInfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from copilot.config import Settings
+from copilot.storage.migrations import VECTOR_TABLES
+from copilot.storage.pg_migrations import migrate, schema_version
+from copilot.storage.rows import POSTGRESQL
+from copilot.storage.store import VECTOR_META, Store, StoreError, _check_kind, attach_repositories, filter_sql
+from copilot.storage.vectors import IndexOptions
+from copilot.types import VectorFilter
+
+CONNECT_TIMEOUT_S = 10
+_EF_SEARCH_MAX = 1000  # pgvector's largest hnsw.ef_search
+
+# Each vector table's rows as a search reads them: the filterable metadata of VECTOR_META plus the embedding.
+_SEARCHED = {
+    "chunks": "SELECT c.id, c.embedding, p.user_id AS owner, c.paper_id AS paper, 0 AS public, "
+              "CAST(NULL AS REAL) AS confidence, 0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id "
+              "WHERE c.embedding IS NOT NULL",
+    "thoughts": "SELECT id, embedding, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
+                "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
+    "memories": "SELECT id, embedding, user_id AS owner, NULL AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
+                "0 AS flagged FROM memories WHERE embedding IS NOT NULL",
+}
+
+
+@lru_cache(maxsize=2048)
+def to_psycopg(sql: str) -> str:
+    """A repository's statement with psycopg's placeholders: ``?`` becomes ``%s``, a literal ``%`` is doubled."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def where_of(url: str) -> str:
+    """The host (and port) of a database URL, for messages: never its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "an unreadable COPILOT_DATABASE_URL"
+    host = parts.get("host") or parts.get("hostaddr") or "localhost"
+    port = parts.get("port")
+    database = parts.get("dbname")
+    return f"{host}{':' + port if port else ''}{'/' + database if database else ''}"
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """The first line of a driver error, without the password should the driver have repeated it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = (lines[0] if lines else type(exc).__name__).removeprefix("connection failed: ")
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except psycopg.ProgrammingError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
+class _ArrayLoader(VectorBinaryLoader):
+    """Reads a ``vector`` as the float32 array the repositories expect (as ``from_blob`` gives on SQLite)."""
+
+    def load(self, data: Any) -> np.ndarray:  # noqa: ANN401 - a buffer
+        return np.asarray(super().load(data).to_numpy(), dtype=np.float32)
+
+
+class _ArrayTextLoader(VectorLoader):
+    def load(self, data: Any) -> np.ndarray:  # noqa: ANN401 - a buffer
+        return np.asarray(super().load(data).to_numpy(), dtype=np.float32)
+
+
+class PgResult:
+    """What one statement gave, read to the end: the rows, how many rows it changed, its column names."""
+
+    def __init__(self, cursor: psycopg.Cursor) -> None:
+        self.description = cursor.description
+        self.rowcount = cursor.rowcount
+        self._rows = cursor.fetchall() if cursor.description else []
+        self._next = 0
+
+    def fetchone(self) -> tuple | None:
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list[tuple]:
+        rows, self._next = self._rows[self._next:], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """The store's ``conn`` as the repositories use it (``execute``, ``executemany``, ``in_transaction``), on
+    PostgreSQL: inside the thread's transaction when there is one, else on a pooled connection."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._store._current() is not None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> PgResult:
+        with self._store.connection() as conn:
+            return PgResult(conn.execute(to_psycopg(sql), list(params)))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        rows = [list(r) for r in rows]
+        if not rows:
+            return
+        with self._store.connection() as conn, conn.cursor() as cursor:
+            cursor.executemany(to_psycopg(sql), rows)
+
+
+class PostgresStore:
+    """Records and vectors in one PostgreSQL database with pgvector: the interface of :class:`Store`."""
+
+    backend = "postgresql"
+    dialect = POSTGRESQL
+
+    def __init__(self, url: str, index_options: IndexOptions | None = None, pool_size: int = 10) -> None:
+        self.where = where_of(url)
+        self.index_options = index_options or IndexOptions()
+        self._local = threading.local()
+        self._dims: dict[str, int] = {}
+        first = self._connect(url)
+        try:
+            migrate(first)
+            self.server_version = str(first.execute("SHOW server_version").fetchone()[0]).split()[0]
+            self.pgvector_version = str(first.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0])
+        except psycopg.Error as exc:
+            raise StoreError(f"the PostgreSQL database at {self.where} could not be prepared: "
+                             f"{_reason(exc, url)}") from exc
+        finally:
+            first.close()
+        self.iterative_scan = _version(self.pgvector_version) >= (0, 8)
+        self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, configure=self._configure,
+                                   kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S})
+        try:
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
+        except PoolTimeout as exc:
+            self.pool.close()
+            raise StoreError(f"cannot reach the PostgreSQL database at {self.where}: no connection within "
+                             f"{CONNECT_TIMEOUT_S * 2} s") from exc
+        self.conn = PgConnection(self)
+        attach_repositories(self)
+
+    @classmethod
+    def open(cls, settings: Settings) -> PostgresStore:
+        return cls(settings.database_url.get_secret_value(), Store.index_options_from(settings),
+                   settings.database_pool_size)
+
+    def _connect(self, url: str) -> psycopg.Connection:
+        try:
+            return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot reach the PostgreSQL database at {self.where}: {_reason(exc, url)}") from None
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        """Set up each pooled connection: vectors read as arrays, the search breadth, iterative scans."""
+        register_vector(conn)
+        info = TypeInfo.fetch(conn, "vector")
+        conn.adapters.register_loader(info.oid, _ArrayTextLoader)
+        conn.adapters.register_loader(info.oid, _ArrayLoader)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)",
+                     [str(min(self.index_options.ef_search, _EF_SEARCH_MAX))])
+        if self.iterative_scan:
+            conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- connections and transactions --------------------------------------------------------------
+
+    def _current(self) -> psycopg.Connection | None:
+        return getattr(self._local, "conn", None)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """The thread's transaction connection when it has one, else a pooled one for as long as the block."""
+        current = self._current()
+        if current is not None:
+            yield current
+            return
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgConnection]:
+        """A write transaction: committed on success, rolled back on any error.
+
+        Re-entrant: a nested call joins the outer transaction, as on SQLite. Vectors are rows, so a rolled-back
+        transaction takes its vectors with it.
+        """
+        if self._current() is not None:
+            yield self.conn
+            return
+        with self.pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield self.conn
+            finally:
+                self._local.conn = None
+                self._local.typed = set()
+
+    @property
+    def schema_version(self) -> int:
+        with self.connection() as conn:
+            return schema_version(conn)
+
+    def integrity_ok(self) -> bool:
+        with self.connection() as conn:
+            return conn.execute("SELECT 1").fetchone()[0] == 1
+
+    # ----- vector writes -----------------------------------------------------------------------------
+
+    def _dimension(self, conn: psycopg.Connection, kind: str) -> int:
+        """The dimension ``kind``'s embedding column holds; -1 while no vector was ever written."""
+        if kind in self._dims:
+            return self._dims[kind]
+        row = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                           "AND attname = 'embedding'", [kind]).fetchone()
+        dim = int(row[0]) if row else -1
+        if dim > 0 and kind not in getattr(self._local, "typed", ()):
+            self._dims[kind] = dim  # committed (not this transaction's own change): it never changes again
+        return dim
+
+    def _fix_dimension(self, conn: psycopg.Connection, kind: str, dim: int) -> None:
+        """Refuse vectors of another size than ``kind`` holds (another embedding model), before writing; the first
+        vector ever written gives the column its dimension and its HNSW index (in the writer's transaction)."""
+        held = self._dimension(conn, kind)
+        if held == -1:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"copilot.dimension.{kind}"])
+            held = self._dimension(conn, kind)
+            if held == -1:
+                options = self.index_options
+                self._local.typed = {*getattr(self._local, "typed", ()), kind}  # undone if this rolls back
+                conn.execute(f"ALTER TABLE {kind} ALTER COLUMN embedding TYPE vector({int(dim)})")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {kind}_embedding_hnsw ON {kind} USING hnsw "
+                             f"(embedding vector_ip_ops) WITH (m = {int(options.hnsw_m)}, "
+                             f"ef_construction = {int(options.ef_construction)})")
+                held = dim
+        if held != dim:
+            raise StoreError(f"{kind} vectors have {held} dimensions, these have {dim}: the embedding model "
+                             "changed; nothing was written")
+
+    def insert_with_vectors(self, kind: str, records: Sequence[dict[str, Any]], vectors: np.ndarray) -> list[int]:
+        """Insert ``records`` with their embeddings in one transaction."""
+        _check_kind(kind)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(records), -1) if records else vectors
+        if len(records) != len(vectors):
+            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        if not records:
+            return []
+        columns = list(records[0].keys())
+        if any(list(r.keys()) != columns for r in records):
+            raise StoreError("all records of one insert must have the same fields")
+        names = ", ".join([*columns, "embedding"])
+        sql = f"INSERT INTO {kind} ({names}) VALUES ({', '.join(['%s'] * (len(columns) + 1))}) RETURNING id"
+        rows = [[*(record[c] for c in columns), vector] for record, vector in zip(records, vectors, strict=True)]
+        ids: list[int] = []
+        try:
+            with self.transaction(), self.connection() as conn:
+                self._fix_dimension(conn, kind, vectors.shape[1])
+                with conn.cursor() as cursor:
+                    cursor.executemany(sql, rows, returning=True)
+                    while True:
+                        ids.append(int(cursor.fetchone()[0]))
+                        if not cursor.nextset():
+                            break
+        except psycopg.Error as exc:
+            raise StoreError(f"could not store {len(records)} {kind} rows, nothing was written: "
+                             f"{_reason(exc, '')}") from exc
+        return ids
+
+    def update_vector(self, kind: str, item_id: int, fields: dict[str, Any], vector: np.ndarray) -> None:
+        """Replace one row's fields and embedding (e.g. a merged thought keeping the better text)."""
+        _check_kind(kind)
+        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        assignments = ", ".join(f"{c} = %s" for c in [*fields, "embedding"])
+        with self.transaction(), self.connection() as conn:
+            self._fix_dimension(conn, kind, len(vector))
+            cursor = conn.execute(f"UPDATE {kind} SET {assignments} WHERE id = %s",
+                                  [*fields.values(), vector, item_id])
+            if cursor.rowcount != 1:
+                raise StoreError(f"no {kind} row with id {item_id}")
+
+    def delete_with_vectors(self, kind: str, ids: Sequence[int]) -> int:
+        """Delete rows with their vectors (joins the caller's transaction when there is one)."""
+        _check_kind(kind)
+        ids = [int(i) for i in ids]
+        if not ids:
+            return 0
+        with self.transaction(), self.connection() as conn:
+            return conn.execute(f"DELETE FROM {kind} WHERE id = ANY(%s)", [ids]).rowcount
+
+    def meta_changed(self, kind: str, ids: Sequence[int]) -> None:
+        """Rows of ``kind`` whose filterable metadata changed: nothing to do here, a search reads the rows."""
+        _check_kind(kind)
+
+    # ----- searches ----------------------------------------------------------------------------------
+
+    def search(self, kind: str, query: np.ndarray, k: int, where: VectorFilter | None = None
+               ) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``kind`` nearest to ``query`` within ``where``, as (id, cosine), best first."""
+        _check_kind(kind)
+        if k <= 0:
+            return []
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        condition, params = filter_sql(where or VectorFilter())
+        with self.connection() as conn:
+            if self._dimension(conn, kind) == -1:
+                return []
+            rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=k > _EF_SEARCH_MAX)
+            if len(rows) < k and k <= _EF_SEARCH_MAX:
+                rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=True)
+        return [(int(i), -float(distance)) for i, distance in rows]
+
+    def _nearest(self, conn: psycopg.Connection, kind: str, query: np.ndarray, k: int, condition: str,
+                 params: list[Any], *, exact: bool) -> list[tuple]:
+        """One search statement: through the HNSW index (its candidates re-sorted, as an iterative scan may return
+        them slightly out of order), or ``exact``: every row within the filter scored (``OFFSET 0`` keeps the
+        ordering away from the index)."""
+        rows = f"SELECT id, embedding <#> %s AS distance FROM ({_SEARCHED[kind]}) AS m WHERE {condition}"
+        if exact:
+            sql = f"SELECT id, distance FROM ({rows} OFFSET 0) AS hits ORDER BY distance LIMIT %s"
+        else:
+            sql = (f"WITH hits AS MATERIALIZED ({rows} ORDER BY distance LIMIT %s) "
+                   "SELECT id, distance FROM hits ORDER BY distance")
+        ef = max(k, self.index_options.ef_search)
+        if exact or ef <= min(self.index_options.ef_search, _EF_SEARCH_MAX):
+            return conn.execute(sql, [query, *params, k]).fetchall()
+        with conn.transaction():  # a wider candidate list for this statement only
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, _EF_SEARCH_MAX))])
+            return conn.execute(sql, [query, *params, k]).fetchall()
+
+    def count(self, kind: str, where: VectorFilter | None = None) -> int:
+        """How many rows of ``kind`` with a vector lie within ``where``."""
+        sql, params = filter_sql(where or VectorFilter())
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}",
+                                     params).fetchone()[0])
+
+    def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
+        """Rebuild the HNSW index of each of ``kinds``; returns vectors per kind."""
+        counts = {}
+        with self.connection() as conn:
+            for kind in kinds:
+                _check_kind(kind)
+                if conn.execute("SELECT to_regclass(%s)", [f"{kind}_embedding_hnsw"]).fetchone()[0] is not None:
+                    conn.execute(f"REINDEX INDEX {kind}_embedding_hnsw")
+                counts[kind] = int(conn.execute(f"SELECT COUNT(*) FROM {kind} WHERE embedding IS NOT NULL")
+                                   .fetchone()[0])
+        return counts
+
+    def check_consistency(self) -> dict[str, bool]:
+        """For each vector table: is every stored vector searchable (no vectors yet, or a valid HNSW index)?"""
+        result = {}
+        with self.connection() as conn:
+            for kind in VECTOR_TABLES:
+                valid = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                                     [f"{kind}_embedding_hnsw"]).fetchone()
+                if valid is None:
+                    result[kind] = conn.execute(f"SELECT COUNT(*) FROM {kind} WHERE embedding IS NOT NULL"
+                                                ).fetchone()[0] == 0
+                else:
+                    result[kind] = bool(valid[0])
+        return result
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,6 +167,24 @@ def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest):  #
     yield open_
     for store in opened:
         store.close()
+
+
+def count_rows(store: Any, table: str) -> int:  # noqa: ANN401 - a store of either backend
+    """How many rows ``table`` holds (the tests' own SQL, on either backend)."""
+    return int(store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def all_rows(store: Any, table: str) -> list[dict[str, Any]]:  # noqa: ANN401
+    """Every row of ``table`` as a dict, in id order when it has ids."""
+    cursor = store.conn.execute(f"SELECT * FROM {table}")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return sorted(rows, key=lambda r: r["id"]) if "id" in names else rows
+
+
+def get_row(store: Any, table: str, row_id: Any) -> dict[str, Any] | None:  # noqa: ANN401
+    """The row of ``table`` with this id, as a dict."""
+    return next((r for r in all_rows(store, table) if r["id"] == row_id), None)
 
 
 @pytest.fixture

@@ -84,3 +84,19 @@ def test_a_narrow_filter_still_returns_k_nearest(pg_url: str) -> None:
             found = store.search("thoughts", query, k, where)
             assert [i for i, _ in found] == [i for _, i in expected], where
             assert np.allclose([s for _, s in found], [s for s, _ in expected], atol=1e-5)
+
+
+def test_doctor_reports_the_backend_the_server_and_pgvector(pg_url: str, tmp_path) -> None:  # noqa: ANN001
+    from copilot.doctor import check_postgresql, check_sqlite, checks_for, format_lines, run_checks
+
+    settings = Settings(data_dir=tmp_path, database_url=pg_url)
+    assert check_postgresql in checks_for(settings) and check_sqlite not in checks_for(settings)
+    assert check_sqlite in checks_for(Settings(data_dir=tmp_path))
+    (result,) = run_checks(settings, [check_postgresql])
+    assert result.ok, result.detail
+    assert result.data["backend"] == "postgresql" and result.data["server_version"].startswith("16")
+    assert f"PostgreSQL {result.data['server_version']}, pgvector {result.data['pgvector_version']}" in result.detail
+    down = Settings(data_dir=tmp_path, database_url="postgresql://copilot:s3cret-pw@127.0.0.1:1/copilot")
+    (line,) = format_lines(run_checks(down, [check_postgresql]))
+    assert line.startswith("FAIL postgresql StoreError: cannot reach the PostgreSQL database at 127.0.0.1:1")
+    assert "s3cret-pw" not in line

@@ -3,7 +3,6 @@ deleted with their rows, all or nothing, and filters meaning their SQL; then wha
 (snapshots, deltas, generations)."""
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from copilot.storage.migrations import MIGRATIONS
 from copilot.storage import Store, StoreError, from_blob
 from copilot.storage.vectors import index_files
+from tests.conftest import count_rows, get_row
 
 
 def unit(seed: int, n: int = 1, dim: int = 8) -> np.ndarray:
@@ -24,15 +24,6 @@ def sqlite_store(tmp_path: Path) -> Store:
     s = Store(tmp_path / "copilot.db", tmp_path / "index")
     yield s
     s.close()
-
-
-def count_rows(store: Any, table: str) -> int:  # noqa: ANN401 - a store of either backend
-    return int(store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-
-def get_row(store: Any, table: str, row_id: int) -> dict[str, Any]:  # noqa: ANN401
-    cursor = store.conn.execute(f"SELECT * FROM {table} WHERE id = ?", [row_id])
-    return dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
 
 
 def memories(n: int, user: str = "u1") -> list[dict]:

@@ -242,6 +242,13 @@ class PostgresStore:
                 self._local.conn = None
                 self._local.typed = set()
 
+    def serialize(self, key: str) -> None:
+        """Inside a write transaction: wait until no other transaction (of any process) holds ``key``, and hold it
+        until this one ends: a transaction-scoped advisory lock, so a check-then-write per user stays one at a
+        time as on SQLite."""
+        with self.connection() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+
     @property
     def schema_version(self) -> int:
         with self.connection() as conn:

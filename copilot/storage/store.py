@@ -159,6 +159,10 @@ class Store:
             for apply in pending:
                 apply()
 
+    def serialize(self, key: str) -> None:
+        """Inside a write transaction: wait until no other transaction holds ``key``, and hold it until this one
+        ends (a check-then-write per user). SQLite's write transactions already run one at a time."""
+
     # ----- generations -------------------------------------------------------------------------------
 
     def generation(self, kind: str) -> int:

@@ -19,11 +19,13 @@ short is answered exactly (the same statement without the index), so it still re
 from __future__ import annotations
 
 import re
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import psycopg
@@ -133,7 +135,7 @@ class PgConnection:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgResult:
         with self._store.connection() as conn:
-            return PgResult(conn.execute(to_psycopg(sql), list(params)))
+            return PgResult(conn.execute(to_psycopg(sql), list(params), binary=True))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         rows = [list(r) for r in rows]
@@ -154,6 +156,7 @@ class PostgresStore:
         self.index_options = index_options or IndexOptions()
         self._local = threading.local()
         self._dims: dict[str, int] = {}
+        self._bulk = False
         first = self._connect(url)
         try:
             migrate(first)
@@ -189,7 +192,7 @@ class PostgresStore:
             raise StoreError(f"cannot reach the PostgreSQL database at {self.where}: {_reason(exc, url)}") from None
 
     def _configure(self, conn: psycopg.Connection) -> None:
-        """Set up each pooled connection: vectors read as arrays, the search breadth, iterative scans."""
+        """Set up each pooled connection: vectors read as arrays, the search breadth, iterative scans, plans."""
         register_vector(conn)
         info = TypeInfo.fetch(conn, "vector")
         conn.adapters.register_loader(info.oid, _ArrayTextLoader)
@@ -198,6 +201,9 @@ class PostgresStore:
                      [str(min(self.index_options.ef_search, _EF_SEARCH_MAX))])
         if self.iterative_scan:
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        # Statements are prepared after a few runs; a generic plan would choose between the HNSW index and an
+        # exact scan without seeing the filter's values or k: plan each search for its own.
+        conn.execute("SET plan_cache_mode = force_custom_plan")
 
     def close(self) -> None:
         self.pool.close()
@@ -282,13 +288,40 @@ class PostgresStore:
                 options = self.index_options
                 self._local.typed = {*getattr(self._local, "typed", ()), kind}  # undone if this rolls back
                 conn.execute(f"ALTER TABLE {kind} ALTER COLUMN embedding TYPE vector({int(dim)})")
-                conn.execute(f"CREATE INDEX IF NOT EXISTS {kind}_embedding_hnsw ON {kind} USING hnsw "
-                             f"(embedding vector_ip_ops) WITH (m = {int(options.hnsw_m)}, "
-                             f"ef_construction = {int(options.ef_construction)})")
+                if not self._bulk:
+                    self._create_index(conn, kind)
                 held = dim
         if held != dim:
             raise StoreError(f"{kind} vectors have {held} dimensions, these have {dim}: the embedding model "
                              "changed; nothing was written")
+
+    def _create_index(self, conn: psycopg.Connection, kind: str) -> None:
+        options = self.index_options
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {kind}_embedding_hnsw ON {kind} USING hnsw (embedding "
+                     f"vector_ip_ops) WITH (m = {int(options.hnsw_m)}, ef_construction = {int(options.ef_construction)})")
+
+    @contextmanager
+    def bulk_load(self, build_memory: str = "1GB") -> Iterator[None]:
+        """Many rows at once (a copied instance, a benchmark library): the HNSW indices are dropped while they
+        come in and built once at the end, far quicker than inserting each vector into the graph. Searches in the
+        meantime are exact. Only for a database nobody else is writing to. Should the load fail, the indices are
+        left to ``reindex``."""
+        with self.connection() as conn:
+            for kind in VECTOR_TABLES:
+                conn.execute(f"DROP INDEX IF EXISTS {kind}_embedding_hnsw")
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+        self.reindex(build_memory=build_memory)
+
+    def index_bytes(self, kind: str) -> int:
+        """The size of ``kind``'s HNSW index (0 while it has none)."""
+        _check_kind(kind)
+        with self.connection() as conn:
+            row = conn.execute("SELECT pg_relation_size(to_regclass(%s))", [f"{kind}_embedding_hnsw"]).fetchone()
+        return int(row[0] or 0)
 
     def insert_with_vectors(self, kind: str, records: Sequence[dict[str, Any]], vectors: np.ndarray) -> list[int]:
         """Insert ``records`` with their embeddings in one transaction."""
@@ -357,8 +390,9 @@ class PostgresStore:
         with self.connection() as conn:
             if self._dimension(conn, kind) == -1:
                 return []
-            rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=k > _EF_SEARCH_MAX)
-            if len(rows) < k and k <= _EF_SEARCH_MAX:
+            exact = self._bulk or k > _EF_SEARCH_MAX
+            rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=exact)
+            if len(rows) < k and not exact:
                 rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=True)
         return [(int(i), -float(distance)) for i, distance in rows]
 
@@ -375,10 +409,10 @@ class PostgresStore:
                    "SELECT id, distance FROM hits ORDER BY distance")
         ef = max(k, self.index_options.ef_search)
         if exact or ef <= min(self.index_options.ef_search, _EF_SEARCH_MAX):
-            return conn.execute(sql, [query, *params, k]).fetchall()
+            return conn.execute(sql, [query, *params, k], binary=True).fetchall()
         with conn.transaction():  # a wider candidate list for this statement only
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, _EF_SEARCH_MAX))])
-            return conn.execute(sql, [query, *params, k]).fetchall()
+            return conn.execute(sql, [query, *params, k], binary=True).fetchall()
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
@@ -386,16 +420,20 @@ class PostgresStore:
         return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}",
                                      params).fetchone()[0])
 
-    def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
-        """Rebuild the HNSW index of each of ``kinds``; returns vectors per kind."""
+    def reindex(self, kinds: Sequence[str] = VECTOR_TABLES, build_memory: str = "1GB") -> dict[str, int]:
+        """Rebuild (or build, when it is missing) the HNSW index of each of ``kinds``; returns vectors per kind."""
         counts = {}
         with self.connection() as conn:
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", [build_memory])
             for kind in kinds:
                 _check_kind(kind)
                 if conn.execute("SELECT to_regclass(%s)", [f"{kind}_embedding_hnsw"]).fetchone()[0] is not None:
                     conn.execute(f"REINDEX INDEX {kind}_embedding_hnsw")
+                elif self._dimension(conn, kind) > 0:
+                    self._create_index(conn, kind)
                 counts[kind] = int(conn.execute(f"SELECT COUNT(*) FROM {kind} WHERE embedding IS NOT NULL")
                                    .fetchone()[0])
+            conn.execute("RESET maintenance_work_mem")
         return counts
 
     def check_consistency(self) -> dict[str, bool]:
@@ -411,6 +449,24 @@ class PostgresStore:
                 else:
                     result[kind] = bool(valid[0])
         return result
+
+
+@contextmanager
+def scratch_schema(url: str, prefix: str) -> Iterator[str]:
+    """A fresh, empty schema of the database ``url`` (a benchmark's library), as a URL whose search path starts
+    there; dropped with everything in it afterwards."""
+    schema = f"{prefix}_{secrets.token_hex(3)}"
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
+        raise StoreError(f"'{prefix}' cannot name a schema")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{separator}options={quote(f'-csearch_path={schema},public')}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def _version(text: str) -> tuple[int, ...]:

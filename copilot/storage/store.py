@@ -386,6 +386,11 @@ class Store:
                 return []
             return index.search(query, k, where)
 
+    def index_bytes(self, kind: str) -> int:
+        """What ``kind``'s index holds in memory (vectors, graph, metadata); 0 while it is empty."""
+        index = self.index(kind)
+        return index.memory_bytes() if index is not None else 0
+
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
         sql, params = filter_sql(where or VectorFilter())

@@ -50,7 +50,7 @@ def test_an_unreachable_database_is_one_clear_line_without_the_password(url: str
         Store.open(Settings(data_dir=tmp_path, database_url=url))
     message = str(caught.value)
     host = url.split("@")[1].split(":")[0]
-    assert message.startswith(f"cannot reach the PostgreSQL database at {host}:"), message
+    assert message.startswith(f"cannot connect to the PostgreSQL database at {host}:"), message
     assert "s3cret-pw" not in message and "\n" not in message
 
 
@@ -98,5 +98,5 @@ def test_doctor_reports_the_backend_the_server_and_pgvector(pg_url: str, tmp_pat
     assert f"PostgreSQL {result.data['server_version']}, pgvector {result.data['pgvector_version']}" in result.detail
     down = Settings(data_dir=tmp_path, database_url="postgresql://copilot:s3cret-pw@127.0.0.1:1/copilot")
     (line,) = format_lines(run_checks(down, [check_postgresql]))
-    assert line.startswith("FAIL postgresql StoreError: cannot reach the PostgreSQL database at 127.0.0.1:1")
+    assert line.startswith("FAIL postgresql StoreError: cannot connect to the PostgreSQL database at 127.0.0.1:1")
     assert "s3cret-pw" not in line

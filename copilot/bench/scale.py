@@ -263,7 +263,8 @@ def _run_size(n: int, base: np.ndarray, texts: list[str], queries: np.ndarray, w
         log(f"n={n}: probed {probed}")
         rebuild = measure_rebuild(built, queries, repeats=5 if n >= 500_000 else 20)
         writes = measure_writes(work, options, base, texts, url=url)
-        return {"backend": "postgres" if url else "sqlite", "n": int(len(built.ids)), "retrieve_p50_ms": probed["retrieve_p50_ms"],
+        return {"backend": "postgres" if url else "sqlite", "n": int(len(built.ids)),
+                "retrieve_p50_ms": probed["retrieve_p50_ms"],
                 "retrieve_p99_ms": probed["retrieve_p99_ms"], "rebuild_p50_ms": rebuild,
                 "insert_thought_p50_ms": writes["insert_thought_p50_ms"],
                 "insert_paper_p50_ms": writes["insert_paper_p50_ms"], "open_s": probed["open_s"],

@@ -175,7 +175,7 @@ class PostgresStore:
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
         except PoolTimeout as exc:
             self.pool.close()
-            raise StoreError(f"cannot reach the PostgreSQL database at {self.where}: no connection within "
+            raise StoreError(f"cannot connect to the PostgreSQL database at {self.where}: no connection within "
                              f"{CONNECT_TIMEOUT_S * 2} s") from exc
         self.conn = PgConnection(self)
         attach_repositories(self)
@@ -189,7 +189,8 @@ class PostgresStore:
         try:
             return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot reach the PostgreSQL database at {self.where}: {_reason(exc, url)}") from None
+            raise StoreError(f"cannot connect to the PostgreSQL database at {self.where}: "
+                             f"{_reason(exc, url)}") from None
 
     def _configure(self, conn: psycopg.Connection) -> None:
         """Set up each pooled connection: vectors read as arrays, the search breadth, iterative scans, plans."""
@@ -298,7 +299,8 @@ class PostgresStore:
     def _create_index(self, conn: psycopg.Connection, kind: str) -> None:
         options = self.index_options
         conn.execute(f"CREATE INDEX IF NOT EXISTS {kind}_embedding_hnsw ON {kind} USING hnsw (embedding "
-                     f"vector_ip_ops) WITH (m = {int(options.hnsw_m)}, ef_construction = {int(options.ef_construction)})")
+                     f"vector_ip_ops) WITH (m = {int(options.hnsw_m)}, "
+                     f"ef_construction = {int(options.ef_construction)})")
 
     @contextmanager
     def bulk_load(self, build_memory: str = "1GB") -> Iterator[None]:

@@ -394,7 +394,8 @@ class Store:
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
         sql, params = filter_sql(where or VectorFilter())
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}", params).fetchone()[0])
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}",
+                                     params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
         """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""

@@ -6,6 +6,9 @@ applied to the in-memory index and appended to its delta file (``copilot.storage
 index on disk is a snapshot named by its generation plus that delta. An index that cannot be brought exactly
 to the database's generation (a crash between commit and append, a torn file) is rebuilt from SQLite, so the
 two always agree. Another process's writes are caught up from the same delta.
+
+``Store.open`` gives the PostgreSQL store instead (``copilot.storage.postgres``) when ``COPILOT_DATABASE_URL`` is
+set: the same repositories and the same interface, with the vectors in the rows.
 """
 
 from __future__ import annotations
@@ -433,8 +436,7 @@ VECTOR_META = {
     "thoughts": "SELECT id, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
                 "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
     "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
-                "0 AS flagged "
-                "FROM memories WHERE embedding IS NOT NULL",
+                "0 AS flagged FROM memories WHERE embedding IS NOT NULL",
 }
 
 

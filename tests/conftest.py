@@ -110,16 +110,20 @@ _SCHEMAS = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields a pgserver.PostgresServer
+def pg_server():  # noqa: ANN201 - yields a pgserver.PostgresServer
     """A real PostgreSQL with pgvector (the ``pgserver`` package bundles both) on a temporary directory, started
-    once per session and stopped at its end; it listens on a Unix socket in that directory only."""
+    once per session, stopped and deleted at its end; it listens on a Unix socket in that directory only.
+
+    The directory is a short one of its own (a socket path may not pass 107 bytes), outside pytest's numbered
+    temporary folders, which another pytest run may clean up while this one still needs the server."""
+    import tempfile
     import warnings
 
     with warnings.catch_warnings():  # it falls back to /tmp for its run-time files: what a test wants anyway
         warnings.simplefilter("ignore")
         import pgserver
 
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="copilot-pg-")), cleanup_mode="delete")
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     try:
         yield server

@@ -100,3 +100,26 @@ def test_doctor_reports_the_backend_the_server_and_pgvector(pg_url: str, tmp_pat
     (line,) = format_lines(run_checks(down, [check_postgresql]))
     assert line.startswith("FAIL postgresql StoreError: cannot connect to the PostgreSQL database at 127.0.0.1:1")
     assert "s3cret-pw" not in line
+
+
+def test_connections_the_server_dropped_are_replaced(pg_url: str) -> None:
+    """A server restart drops every pooled connection: a read is run again on a fresh one; a transaction that was
+    under way is a StoreError naming the host, keeps nothing, and the next one works."""
+    import psycopg
+
+    def drop_connections() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                          "AND datname = current_database() AND backend_type = 'client backend'")
+
+    with PostgresStore(pg_url, pool_size=3) as store:
+        store.memories.add("ada", "I review for ACL.", unit(5))
+        drop_connections()
+        assert store.memories.count("ada") == 1 and store.search("memories", unit(5)[0], 1)
+        drop_connections()
+        with pytest.raises(StoreError, match="^lost the PostgreSQL database at "):
+            with store.transaction():
+                store.memories.add("ada", "I chair a workshop.", unit(6))
+        assert store.memories.count("ada") == 1
+        store.memories.add("ada", "I chair a workshop.", unit(6))
+        assert store.memories.count("ada") == 2

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import numpy as np
@@ -43,6 +43,7 @@ from copilot.storage.store import VECTOR_META, Store, StoreError, _check_kind, a
 from copilot.storage.vectors import IndexOptions
 from copilot.types import VectorFilter
 
+T = TypeVar("T")
 CONNECT_TIMEOUT_S = 10
 _EF_SEARCH_MAX = 1000  # pgvector's largest hnsw.ef_search
 
@@ -134,15 +135,18 @@ class PgConnection:
         return self._store._current() is not None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgResult:
-        with self._store.connection() as conn:
-            return PgResult(conn.execute(to_psycopg(sql), list(params), binary=True))
+        statement, values = to_psycopg(sql), list(params)
+        return self._store.run(lambda conn: PgResult(conn.execute(statement, values, binary=True)))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        rows = [list(r) for r in rows]
-        if not rows:
-            return
-        with self._store.connection() as conn, conn.cursor() as cursor:
-            cursor.executemany(to_psycopg(sql), rows)
+        statement, values = to_psycopg(sql), [list(r) for r in rows]
+
+        def many(conn: psycopg.Connection) -> None:
+            with conn.cursor() as cursor:
+                cursor.executemany(statement, values)
+
+        if values:
+            self._store.run(many)
 
 
 class PostgresStore:
@@ -227,24 +231,62 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        with self.pool.connection() as conn:
+        with self._pooled() as conn:
             yield conn
+
+    def run(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """``work`` on the thread's transaction connection, else on a pooled one. A pooled connection the server
+        dropped (a restart, a fail-over) is replaced and ``work`` runs once more; a server that stays away is a
+        :class:`StoreError` naming its host."""
+        current = self._current()
+        if current is not None:
+            return work(current)
+        for attempt in (1, 2):
+            conn = None
+            try:
+                with self._pooled() as conn:
+                    return work(conn)
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or conn is None or not conn.broken:
+                    raise self._lost(exc) from None
+                self.pool.check()  # every idle connection the server dropped is replaced
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection]:
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout:
+            raise StoreError(f"cannot connect to the PostgreSQL database at {self.where}: no connection within "
+                             f"{self.pool.timeout:.0f} s") from None
+
+    def _lost(self, exc: psycopg.OperationalError) -> Exception:
+        if isinstance(exc, psycopg.errors.TransactionRollback):
+            return exc  # a serialization failure or deadlock: the caller's to retry, as on any database
+        return StoreError(f"lost the PostgreSQL database at {self.where}: {_reason(exc, '')}")
 
     @contextmanager
     def transaction(self) -> Iterator[PgConnection]:
         """A write transaction: committed on success, rolled back on any error.
 
         Re-entrant: a nested call joins the outer transaction, as on SQLite. Vectors are rows, so a rolled-back
-        transaction takes its vectors with it.
+        transaction takes its vectors with it. A connection lost on the way is a :class:`StoreError` (nothing of
+        the transaction is kept), and the pool replaces the dropped connections for the next one.
         """
         if self._current() is not None:
             yield self.conn
             return
-        with self.pool.connection() as conn:
+        with self._pooled() as conn:
             self._local.conn = conn
             try:
                 with conn.transaction():
                     yield self.conn
+            except psycopg.OperationalError as exc:
+                if not conn.broken:
+                    raise
+                self.pool.check()
+                raise self._lost(exc) from None
             finally:
                 self._local.conn = None
                 self._local.typed = set()
@@ -397,14 +439,18 @@ class PostgresStore:
             return []
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         condition, params = filter_sql(where or VectorFilter())
-        with self.connection() as conn:
+        condition = to_psycopg(condition)
+
+        def nearest(conn: psycopg.Connection) -> list[tuple]:
             if self._dimension(conn, kind) == -1:
                 return []
             exact = self._bulk or k > _EF_SEARCH_MAX
-            rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=exact)
+            rows = self._nearest(conn, kind, query, k, condition, params, exact=exact)
             if len(rows) < k and not exact:
-                rows = self._nearest(conn, kind, query, k, to_psycopg(condition), params, exact=True)
-        return [(int(i), -float(distance)) for i, distance in rows]
+                rows = self._nearest(conn, kind, query, k, condition, params, exact=True)
+            return rows
+
+        return [(int(i), -float(distance)) for i, distance in self.run(nearest)]
 
     def _nearest(self, conn: psycopg.Connection, kind: str, query: np.ndarray, k: int, condition: str,
                  params: list[Any], *, exact: bool) -> list[tuple]:

@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
                                  "arXiv categories; 0 = off.")
 
+    database_url: SecretStr = Field(
+        SecretStr(""),
+        description="PostgreSQL URL (postgresql://user:password@host:port/db) for records and vectors, with "
+        "pgvector; empty = the embedded SQLite database and FAISS indices in the data directory.",
+    )
+    database_pool_size: int = Field(10, ge=1, le=200, description="Most connections one process opens to the "
+                                    "PostgreSQL database.")
+
     index_hnsw_threshold: int = Field(20_000, ge=2, description="Vectors at which one index partition turns "
                                       "from exact search into an HNSW graph.")
     index_hnsw_m: int = Field(32, ge=4, le=128, description="HNSW graph degree (links per vector).")
@@ -154,6 +162,12 @@ class Settings(BaseSettings):
         if self.hf_token:
             return "hf"
         return "local"
+
+    @property
+    def storage_backend(self) -> str:
+        """Where records and vectors live: the scheme of ``database_url`` (``postgresql``), else ``sqlite``."""
+        url = self.database_url.get_secret_value()
+        return url.split("://", 1)[0].split("+", 1)[0] if url else "sqlite"
 
     @property
     def db_path(self) -> Path:

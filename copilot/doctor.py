@@ -115,7 +115,7 @@ def check_sqlite(settings: Settings) -> CheckResult:
         mode = store.journal_mode
     return CheckResult(
         "sqlite", ok, f"{settings.db_path} schema version {version}, journal {mode}, integrity "
-        + ("ok" if ok else "FAILED"), {"schema_version": version, "journal_mode": mode},
+        + ("ok" if ok else "FAILED"), {"backend": "sqlite", "schema_version": version, "journal_mode": mode},
     )
 
 
@@ -172,11 +172,37 @@ def check_files(settings: Settings, repair: bool = False) -> CheckResult:
                        "`python -m copilot doctor --repair` removes them", data)
 
 
-CHECKS: list[Callable[..., CheckResult]] = [
-    check_data_dir, check_sqlite, check_files, check_index, check_faiss, check_embedder, check_llm,
-]
+def check_postgresql(settings: Settings) -> CheckResult:
+    """The database ``COPILOT_DATABASE_URL`` names: reachable, migrated, its server and pgvector versions, and
+    every stored vector searchable (named by host, never by the URL, which may hold a password)."""
+    from copilot.storage import Store
+
+    with Store.open(settings) as store:
+        consistent = store.check_consistency()
+        ok = store.integrity_ok() and all(consistent.values())
+        data = {"backend": store.backend, "host": store.where, "server_version": store.server_version,
+                "pgvector_version": store.pgvector_version, "schema_version": store.schema_version,
+                "iterative_scan": store.iterative_scan}
+    broken = [kind for kind, good in consistent.items() if not good]
+    return CheckResult(
+        "postgresql", ok, f"{data['host']}: PostgreSQL {data['server_version']}, pgvector {data['pgvector_version']}, "
+        f"schema version {data['schema_version']}, vectors "
+        + ("searchable" if not broken else f"NOT searchable in {', '.join(broken)}"), data,
+    )
+
+
+# The check of the storage backend in use (``Settings.storage_backend``); a database server is checked by its
+# own, which also reports a URL whose scheme no backend serves.
+# The embedded backend also has its index files and stored PDFs checked against the database.
+STORAGE_CHECKS: dict[str, list[Callable[..., CheckResult]]] = {"sqlite": [check_sqlite, check_files, check_index]}
 # The checks that can also mend what they find.
 REPAIRS = {check_index, check_files}
+
+
+def checks_for(settings: Settings) -> list[Callable[..., CheckResult]]:
+    """The checks of this configuration, in the order they are shown."""
+    storage = STORAGE_CHECKS.get(settings.storage_backend, [check_postgresql])
+    return [check_data_dir, *storage, check_faiss, check_embedder, check_llm]
 
 
 def run_checks(settings: Settings, checks: list[Callable[..., CheckResult]] | None = None, *,
@@ -184,7 +210,7 @@ def run_checks(settings: Settings, checks: list[Callable[..., CheckResult]] | No
     """Run every check, turning an exception into a failed result with its message; ``repair`` lets the checks
     that can mend what they find do it."""
     results = []
-    for check in checks or CHECKS:
+    for check in checks or checks_for(settings):
         name = check.__name__.removeprefix("check_")
         start = time.perf_counter()
         try:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +101,97 @@ def real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     from tests.library_support import build_real_library
 
     return build_real_library(tmp_path_factory)
+
+
+# ----- storage backends ----------------------------------------------------------------------------------
+
+BACKENDS = ("sqlite", "postgresql")
+_SCHEMAS = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # noqa: ANN201 - yields a pgserver.PostgresServer
+    """A real PostgreSQL with pgvector (the ``pgserver`` package bundles both) on a temporary directory, started
+    once per session, stopped and deleted at its end; it listens on a Unix socket in that directory only.
+
+    The directory is a short one of its own (a socket path may not pass 107 bytes), outside pytest's numbered
+    temporary folders, which another pytest run may clean up while this one still needs the server."""
+    import tempfile
+    import warnings
+
+    with warnings.catch_warnings():  # it falls back to /tmp for its run-time files: what a test wants anyway
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="copilot-pg-")), cleanup_mode="delete")
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest):  # noqa: ANN201 - yields a URL
+    """The URL of an empty schema of the session's PostgreSQL, dropped after the test: each test starts afresh."""
+    from urllib.parse import quote
+
+    server = request.getfixturevalue("pg_server")
+    schema = f"t{next(_SCHEMAS)}"
+    server.psql(f"CREATE SCHEMA {schema};")
+    base = server.get_uri()
+    yield f"{base}&options={quote(f'-csearch_path={schema},public')}"
+    server.psql(f"SET client_min_messages = warning; DROP SCHEMA {schema} CASCADE;")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each storage backend in turn: the embedded SQLite + FAISS, and PostgreSQL + pgvector."""
+    return request.param
+
+
+@pytest.fixture
+def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest):  # noqa: ANN201 - a factory
+    """Opens the store of this test's ``backend``; every call opens the same data (as a restarted process)."""
+    from copilot.storage import Store
+
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else ""
+    opened = []
+
+    def open_(options=None):  # noqa: ANN001, ANN202 - IndexOptions or None
+        if backend == "postgresql":
+            from copilot.storage.postgres import PostgresStore
+
+            store = PostgresStore(url, options)
+        else:
+            store = Store(tmp_path / "copilot.db", tmp_path / "index", options)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+def count_rows(store: Any, table: str) -> int:  # noqa: ANN401 - a store of either backend
+    """How many rows ``table`` holds (the tests' own SQL, on either backend)."""
+    return int(store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def all_rows(store: Any, table: str) -> list[dict[str, Any]]:  # noqa: ANN401
+    """Every row of ``table`` as a dict, in id order when it has ids."""
+    cursor = store.conn.execute(f"SELECT * FROM {table}")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return sorted(rows, key=lambda r: r["id"]) if "id" in names else rows
+
+
+def get_row(store: Any, table: str, row_id: Any) -> dict[str, Any] | None:  # noqa: ANN401
+    """The row of ``table`` with this id, as a dict."""
+    return next((r for r in all_rows(store, table) if r["id"] == row_id), None)
+
+
+@pytest.fixture
+def store(open_store):  # noqa: ANN001, ANN201 - a Store or PostgresStore
+    """A fresh store on each backend."""
+    return open_store()

@@ -84,7 +84,8 @@ def test_killed_adds_leave_nothing_after_doctor_repair(tmp_path: Path, monkeypat
             killed += 1
     assert killed >= 2
 
-    monkeypatch.setattr(doctor, "CHECKS", [doctor.check_sqlite, doctor.check_files, doctor.check_index])
+    monkeypatch.setattr(doctor, "checks_for",
+                        lambda settings: [doctor.check_sqlite, doctor.check_files, doctor.check_index])
     args = ["doctor", "--data-dir", str(data)]
     found = CliRunner().invoke(cli, [*args, "--json"])
     report = {c["name"]: c for c in json.loads(found.stdout)["checks"]}

@@ -86,7 +86,7 @@ def test_doctor_repair_from_the_command_line(tmp_path: Path, monkeypatch: pytest
     settings = Settings(data_dir=tmp_path / "data")
     add_papers(settings)
     make_orphans(settings)
-    monkeypatch.setattr(doctor, "CHECKS", [doctor.check_sqlite, doctor.check_files])
+    monkeypatch.setattr(doctor, "checks_for", lambda settings: [doctor.check_sqlite, doctor.check_files])
     args = ["doctor", "--data-dir", str(settings.data_dir)]
     found = CliRunner().invoke(cli, args)
     assert found.exit_code == 1 and "failed check(s): files" in found.stderr

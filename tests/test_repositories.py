@@ -9,7 +9,7 @@ import pytest
 
 from copilot.storage import Store
 from copilot.types import Chunk, Paper, PaperSummary, ThoughtSource, VectorFilter
-from tests.test_store import store, unit  # noqa: F401 - the same store fixture and vectors
+from tests.test_store import unit
 
 
 
@@ -230,3 +230,24 @@ def test_profiles_follows_refreshes_and_eval_runs(store: Store) -> None:
     (claims,) = store.eval_runs.list("claims")
     assert (claims.id, claims.methods, claims.report) == (first, ["dense", "bm25"], {"primary_metric": "f1"})
     assert [r.task for r in store.eval_runs.list()] == ["claims", "qa"]
+
+
+def test_requests_racing_past_a_limit_are_admitted_up_to_it(store: Store) -> None:
+    """Check and record are one step per user: eight threads asking at once get exactly the limit between them."""
+    import threading
+
+    results: list[int | None] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait()
+        for _ in range(3):
+            results.append(store.usage.admit("ada", "question", limit=10, window_s=60))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count(None) == 10 and store.usage.count_since("ada", "question", 60) == 10
+    assert store.usage.admit("bob", "question", limit=10, window_s=60) is None, "another user has their own"

@@ -1,12 +1,11 @@
 """Mixed retrieval over chunks and thoughts: scoping, dedup above 0.85, K and the token budget."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from copilot.retrieval import pack_context, retrieve_mixture
 from copilot.storage import Store
+from copilot.types import Paper
 
 DIM = 16
 
@@ -24,12 +23,10 @@ def near(base: np.ndarray, cos: float, seed: int) -> np.ndarray:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "c.db", tmp_path / "i")
-    s.db["papers"].insert({"id": "p1", "title": "Paper One"})
-    s.db["papers"].insert({"id": "p2", "title": "Paper Two"})
-    yield s
-    s.close()
+def store(open_store) -> Store:  # noqa: ANN001 - on each backend
+    s = open_store()
+    s.papers.add_many([Paper("p1", title="Paper One"), Paper("p2", title="Paper Two")])
+    return s
 
 
 def add_chunk(store: Store, paper: str, vector: np.ndarray, text: str, n_tokens: int = 10) -> int:
@@ -72,8 +69,8 @@ def test_paper_subset(store: Store) -> None:
 
 def test_chunks_of_another_users_upload_are_never_retrieved(store: Store) -> None:
     q = unit(np.eye(DIM)[3])
-    store.db["papers"].insert({"id": "pdf-bob", "title": "Bob's upload", "user_id": "bob"})
-    store.db["papers"].insert({"id": "pdf-ada", "title": "Ada's upload", "user_id": "ada"})
+    store.papers.add_many([Paper("pdf-bob", title="Bob's upload", user_id="bob"),
+                           Paper("pdf-ada", title="Ada's upload", user_id="ada")])
     shared = add_chunk(store, "p1", near(q, 0.5, 13), "shared")
     bobs = add_chunk(store, "pdf-bob", near(q, 0.99, 14), "bob's")
     adas = add_chunk(store, "pdf-ada", near(q, 0.9, 15), "ada's")

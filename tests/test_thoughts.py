@@ -1,7 +1,6 @@
 """Every branch of the thought pipeline with a scripted LLM and the real embedder."""
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +10,8 @@ from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, parse_thought_reply
-from copilot.types import RetrievedItem, ThoughtSource
+from copilot.types import Paper, RetrievedItem, ThoughtSource
+from tests.conftest import all_rows, count_rows, get_row
 from tests.scripted_llm import ScriptedLLM
 
 CHUNKS = [
@@ -27,15 +27,14 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture
-def store(tmp_path: Path, embedder: Embedder) -> Store:
-    s = Store(tmp_path / "c.db", tmp_path / "i")
-    s.db["papers"].insert({"id": "p1", "title": "Paper One"})
+def store(open_store, embedder: Embedder) -> Store:  # noqa: ANN001 - on each backend
+    s = open_store()
+    s.papers.add(Paper("p1", title="Paper One"))
     vectors = embedder.encode_documents([t for t, _ in CHUNKS])
     s.insert_with_vectors("chunks", [{"paper_id": "p1", "seq": i, "section": sec, "text": t, "page_start": 1,
                                       "page_end": 1, "n_tokens": len(t.split())} for i, (t, sec) in enumerate(CHUNKS)],
                           vectors)
-    yield s
-    s.close()
+    return s
 
 
 def settings(**kw) -> Settings:  # noqa: ANN003
@@ -45,7 +44,7 @@ def settings(**kw) -> Settings:  # noqa: ANN003
 
 def chunk_items(store: Store) -> list[RetrievedItem]:
     return [RetrievedItem("chunk", r["id"], r["text"], 0.5, depth=0, paper_id="p1", section=r["section"])
-            for r in store.db["chunks"].rows]
+            for r in all_rows(store, "chunks")]
 
 
 def reply(thought: str, answered: str = "yes") -> str:
@@ -96,7 +95,7 @@ def test_invalid_low_confidence_short_refusal_unusable(store: Store, embedder: E
                            answer="A citation names the work an idea comes from.", items=[])
     assert ungrounded.outcome == "dropped" and ungrounded.reason.startswith("ungrounded")
     assert ungrounded.llm_calls == 0 and len(llm.calls) == 4, "an answer without sources needs no thought call"
-    assert store.db["thoughts"].count == 0
+    assert count_rows(store, "thoughts") == 0
 
 
 def test_restatement_of_one_chunk_is_dropped(store: Store, embedder: Embedder) -> None:
@@ -119,7 +118,7 @@ def test_redundant_thought_is_merged(store: Store, embedder: Embedder) -> None:
     assert row.support == 2 and row.confidence == pytest.approx(0.9)
     assert row.text == second, "the more confident text is kept"
     assert {s.id for s in row.sources} == {items[0].id, items[2].id}, "provenance is the union"
-    assert store.db["thoughts"].count == 1
+    assert count_rows(store, "thoughts") == 1
     assert store.check_consistency()["thoughts"]
     # Another user's identical thought is theirs alone: no merge across users.
     other, _ = memory(store, embedder, [(reply(second), 0.9)])
@@ -156,7 +155,7 @@ def test_engine_feedback_and_background_writing(store: Store, embedder: Embedder
     llm.gate.set()
     assert copilot.flush(timeout=30)
     assert result.thought.outcome == "added" and result.as_dict()["llm_calls"] == 2
-    record = store.db["queries"].get(result.query_id)
+    record = get_row(store, "queries", result.query_id)
     assert record["thought_outcome"] == "added" and record["llm_calls"] == 2
     assert result.sources[0].kind == "chunk" and "triplet" in result.sources[0].text
     thought_id = result.thought.thought_id
@@ -172,9 +171,9 @@ def test_engine_feedback_and_background_writing(store: Store, embedder: Embedder
     assert any(i.kind == "thought" and i.id == thought_id for i in related)
     # ...until enough thumbs down push it under the threshold.
     copilot.feedback(result.query_id, -1, user_id="ada")
-    assert store.db["thoughts"].get(thought_id)["confidence"] < 0.3
+    assert get_row(store, "thoughts", thought_id)["confidence"] < 0.3
     assert not any(i.kind == "thought" for i in copilot.retrieve("Does SPECTER need labelled data?", user_id="ada"))
-    assert store.db["feedback"].count == 3
+    assert count_rows(store, "feedback") == 3
 
 
 def test_no_thoughts_mode(store: Store, embedder: Embedder) -> None:
@@ -225,14 +224,14 @@ def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> N
         thoughts=[(reply("S2ORC provides a corpus of academic papers for text mining research."), 0.8),
                   (reply("S2ORC holds about 81 million academic papers in English."), 0.2),
                   (reply("SPECTER learns document representations from citation links."), 0.7)])
-    store.db["papers"].update("p1", {"abstract": "S2ORC is a corpus."})
+    store.conn.execute("UPDATE papers SET abstract = ? WHERE id = ?", ["S2ORC is a corpus.", "p1"])
     copilot = Copilot(settings(), store, embedder, llm)
     report = warm_up(copilot, "p1", user_id="ada", n_abstract=2, n_paragraph=1)
     assert report.questions == ["What corpus does S2ORC provide?", "How many papers are in it?",
                                 "What does the paragraph say about SPECTER?"]
     assert report.outcomes == ["added", "dropped", "added"]
     assert report.llm_calls == 2 + 3 * 2
-    assert store.db["thoughts"].count == 2
+    assert count_rows(store, "thoughts") == 2
 
 
 def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_question(
@@ -274,4 +273,4 @@ def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Em
     lead_in = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
                         answer="The literature graph is a graph of papers [1].", items=items)
     assert lead_in.outcome == "dropped" and lead_in.reason.startswith("too_short_or_empty"), lead_in.reason
-    assert store.db["thoughts"].count == 0
+    assert count_rows(store, "thoughts") == 0

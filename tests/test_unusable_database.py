@@ -140,8 +140,8 @@ def _message(data: Path) -> str:
 
 def test_doctor_reports_the_line_and_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = broken(tmp_path, "truncated")
-    monkeypatch.setattr(doctor, "CHECKS", [doctor.check_data_dir, doctor.check_sqlite, doctor.check_files,
-                                           doctor.check_index])
+    monkeypatch.setattr(doctor, "checks_for", lambda settings: [doctor.check_data_dir, doctor.check_sqlite,
+                                                               doctor.check_files, doctor.check_index])
     result = CliRunner().invoke(copilot_cli, ["doctor", "--repair", "--data-dir", str(data)])
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == f"error: {_message(data)}"

@@ -247,3 +247,37 @@ def test_deleting_many_rows_compacts_and_keeps_every_other_row() -> None:
         for q in range(0, 400, 41):
             assert [i for i, _ in index.search(vectors[q], 10, where)] == \
                 brute_force(vectors, metas, alive, vectors[q], 10, where)
+
+
+def test_the_stores_searches_mean_what_the_sql_means(store) -> None:  # noqa: ANN001 - on each backend
+    """Through the store of each backend: after deletes and metadata changes, every filter returns the ten rows
+    the SQL condition selects that are nearest to the query, in order (the embedded index and pgvector alike)."""
+    from copilot.storage.store import VECTOR_META, filter_sql
+    from copilot.types import Paper
+
+    rng = np.random.default_rng(17)
+    owners = {"p0": None, "p1": None, "p2": None, "p3": "a", "p4": "b"}
+    store.papers.add_many([Paper(paper, user_id=owner, title=paper) for paper, owner in owners.items()])
+    vectors = {"chunks": unit(rng, 300), "thoughts": unit(rng, 300)}
+    ids = {"chunks": store.insert_with_vectors(
+        "chunks", [{"paper_id": f"p{i % 5}", "seq": i, "text": f"c{i}"} for i in range(300)], vectors["chunks"])}
+    ids["thoughts"] = store.insert_with_vectors(
+        "thoughts", [{"user_id": [None, "a", "b", "c"][i % 4], "text": f"t{i}", "confidence": float(rng.random()),
+                      "public": int(i % 7 == 0), "flagged": int(i % 11 == 0)} for i in range(300)], vectors["thoughts"])
+    for kind in ids:
+        store.delete_with_vectors(kind, ids[kind][::9])
+    with store.transaction():
+        store.thoughts.set_confidence(ids["thoughts"][10], 0.99)
+        store.thoughts.flag_built_on([])
+        store.conn.execute("UPDATE thoughts SET public = 1, user_id = 'b' WHERE id = ?", [ids["thoughts"][12]])
+        store.meta_changed("thoughts", [ids["thoughts"][12]])
+    by_id = {kind: dict(zip(ids[kind], vectors[kind], strict=True)) for kind in ids}
+    for kind, where in [("chunks", f) for f in FILTERS] + [("thoughts", f) for f in FILTERS if f.papers is None]:
+        sql, params = filter_sql(where)
+        selected = [r[0] for r in store.conn.execute(f"SELECT id FROM ({VECTOR_META[kind]}) AS m WHERE {sql}", params)]
+        for q in (3, 150):
+            query = vectors[kind][q]
+            truth = sorted(selected, key=lambda i: -float(by_id[kind][i] @ query))[:10]
+            found = store.search(kind, query, 10, where)
+            assert [i for i, _ in found] == truth, (kind, where)
+            assert np.allclose([s for _, s in found], [float(by_id[kind][i] @ query) for i in truth], atol=1e-5)

@@ -21,19 +21,22 @@ def bench() -> None:
 
 @bench.command(help="Retrieval, writes, cold start and memory as the library grows (see copilot/bench/scale.py).")
 @click.option("--sizes", default="10000,100000", show_default=True, help="Chunk counts, comma-separated.")
-@click.option("--backend", type=click.Choice(["sqlite"]), default="sqlite", show_default=True,
+@click.option("--backend", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True,
               help="Storage backend measured.")
+@click.option("--database-url", default="", help="postgres: the PostgreSQL (with pgvector) to measure on; default "
+              "COPILOT_DATABASE_URL, else a server of the pgserver package started for the run.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per size, one per line.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Real questions asked per size.")
 @click.option("--work-dir", type=click.Path(file_okay=False), default=None,
               help="Where the temporary libraries are built (default: the system's temporary folder).")
-def scale(sizes: str, backend: str, as_json: bool, n_queries: int, work_dir: str | None) -> None:
+def scale(sizes: str, backend: str, database_url: str, as_json: bool, n_queries: int, work_dir: str | None) -> None:
     import os
+    from contextlib import nullcontext
 
     import numpy as np
 
     from copilot.bench import corpus
-    from copilot.bench.scale import markdown, run_size
+    from copilot.bench.scale import bench_server, markdown, run_size
     from copilot.embeddings import Embedder
     from copilot.storage import Store
 
@@ -63,12 +66,15 @@ def scale(sizes: str, backend: str, as_json: bool, n_queries: int, work_dir: str
     if root:
         root.mkdir(parents=True, exist_ok=True)
     rows = []
-    for n in counts:
-        row = run_size(n, base, texts, np.asarray(queries[WARM_UP:]), np.asarray(queries[:WARM_UP]), options, root,
-                       log)
-        rows.append(row)
-        if as_json:
-            print(json.dumps(row), flush=True)
+    url = database_url or settings.database_url.get_secret_value()
+    server = bench_server(root) if backend == "postgres" and not url else nullcontext(url)
+    with server as url:
+        for n in counts:
+            row = run_size(n, base, texts, np.asarray(queries[WARM_UP:]), np.asarray(queries[:WARM_UP]), options,
+                           root, log, database_url=url if backend == "postgres" else "")
+            rows.append(row)
+            if as_json:
+                print(json.dumps(row), flush=True)
     if not as_json:
         print(markdown(rows))
 

@@ -14,18 +14,28 @@ user (one), and thoughts of several users. Vectors are realistic (see :mod:`copi
 - ``insert_thought_p50_ms`` (one thought with its provenance) and ``insert_paper_p50_ms`` (one 70-chunk paper),
   each a whole committed write, index and delta included.
 - ``index_mb`` (the chunk index in memory: vectors, graph, metadata) against ``raw_mb`` (the vectors alone).
+
+``--backend postgres`` measures the same on PostgreSQL with pgvector (``--database-url``, else
+``COPILOT_DATABASE_URL``, else a server of the ``pgserver`` package started for the run): each size in a schema of
+its own, dropped afterwards, the library loaded in bulk (its HNSW index built once at the end, as a copy into the
+database would). There ``index_mb`` is the HNSW index on disk and ``rss_mb`` the app process alone (the server's
+memory is not in it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -53,6 +63,34 @@ class Built:
     in_scope: np.ndarray  # bool per chunk
 
 
+URL_VARIABLE = "COPILOT_BENCH_DATABASE_URL"  # how the measuring process is told the database (not in its argv)
+
+
+def open_store(work: Path, options: IndexOptions, url: str = "") -> Any:  # noqa: ANN401 - a store of a backend
+    """The store a run measures: the data directory ``work`` (embedded), or the PostgreSQL database ``url``."""
+    if url:
+        from copilot.storage.postgres import PostgresStore
+
+        return PostgresStore(url, options)
+    return Store(work / "copilot.db", work / "index", options)
+
+
+@contextmanager
+def bench_server(work_root: Path | None) -> Iterator[str]:
+    """A PostgreSQL with pgvector for the run (the ``pgserver`` package), stopped and removed afterwards."""
+    try:
+        import pgserver
+    except ImportError:
+        raise RuntimeError("--backend postgres needs --database-url (or COPILOT_DATABASE_URL), or the pgserver "
+                           "package (requirements-test.txt) to start a server for the run") from None
+    folder = Path(tempfile.mkdtemp(prefix="scale-pg-", dir=work_root))
+    server = pgserver.get_server(folder, cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
 def _percentile(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 3)
 
@@ -67,8 +105,10 @@ def _chunks(paper_id: str, texts: list[str]) -> list[Chunk]:
                   char_end=len(text), n_tokens=max(1, len(text) // 4)) for i, text in enumerate(texts)]
 
 
-def build(work: Path, n: int, base: np.ndarray, texts: list[str], options: IndexOptions, seed: int = 0) -> Built:
-    """A data directory of ``n`` chunks in ``work``: mostly shared papers, some uploads, some thoughts."""
+def build(work: Path, n: int, base: np.ndarray, texts: list[str], options: IndexOptions, seed: int = 0,
+          url: str = "") -> Built:
+    """A library of ``n`` chunks in ``work`` (or the database ``url``): mostly shared papers, some uploads, some
+    thoughts."""
     n_papers = max(-(-n // CHUNKS_PER_PAPER), OTHER_USERS * UPLOADS_EACH + 2)
     sizes = [CHUNKS_PER_PAPER] * n_papers
     sizes[-1] = n - CHUNKS_PER_PAPER * (n_papers - 1)  # every paper has 70 chunks but the last: n exactly
@@ -80,29 +120,30 @@ def build(work: Path, n: int, base: np.ndarray, texts: list[str], options: Index
     owners[uploads[-1]] = ASKER
     neighbours = corpus.nearest_neighbours(base)
     all_ids, all_vectors, scope = [], [], []
-    store = Store(work / "copilot.db", work / "index", options)
+    store = open_store(work, options, url)
     stream = corpus.derived(base, neighbours, n_papers * CHUNKS_PER_PAPER, seed=seed,
                             batch=PAPERS_PER_WRITE * CHUNKS_PER_PAPER)
     try:
-        for start, (origin, vectors) in zip(range(0, n_papers, PAPERS_PER_WRITE), stream, strict=False):
-            batch = range(start, min(start + PAPERS_PER_WRITE, n_papers))
-            papers = [_paper(f"p{j}", owners[j]) for j in batch]
-            offsets = np.cumsum([0] + [sizes[j] for j in batch])
-            chunks = [c for j, p, a, b in zip(batch, papers, offsets, offsets[1:], strict=False)
-                      for c in _chunks(p.id, [texts[o] for o in origin[a:b]])]
-            vectors = vectors[: len(chunks)]
-            with store.transaction():
-                store.papers.add_many(papers)
-                ids = store.chunks.add(chunks, vectors)
-            all_ids.append(np.asarray(ids))
-            all_vectors.append(vectors)
-            scope.append(np.repeat([owners[j] in (None, ASKER) for j in batch], [sizes[j] for j in batch]))
-        # Thoughts: the asker's, other users' and a few public ones, grown from the same real texts.
-        _, thought_vectors = next(corpus.derived(base, neighbours, 300, seed=seed + 1))
-        for i, vector in enumerate(thought_vectors):
-            owner = ASKER if i < 60 else f"user{i % OTHER_USERS}"
-            store.thoughts.add(user_id=owner, text=texts[i % len(texts)], confidence=0.8, depth=1,
-                               public=i % 25 == 0, vector=vector, sources=[])
+        with store.bulk_load() if url else nullcontext():  # on PostgreSQL the graph is built once, at the end
+            for start, (origin, vectors) in zip(range(0, n_papers, PAPERS_PER_WRITE), stream, strict=False):
+                batch = range(start, min(start + PAPERS_PER_WRITE, n_papers))
+                papers = [_paper(f"p{j}", owners[j]) for j in batch]
+                offsets = np.cumsum([0] + [sizes[j] for j in batch])
+                chunks = [c for j, p, a, b in zip(batch, papers, offsets, offsets[1:], strict=False)
+                          for c in _chunks(p.id, [texts[o] for o in origin[a:b]])]
+                vectors = vectors[: len(chunks)]
+                with store.transaction():
+                    store.papers.add_many(papers)
+                    ids = store.chunks.add(chunks, vectors)
+                all_ids.append(np.asarray(ids))
+                all_vectors.append(vectors)
+                scope.append(np.repeat([owners[j] in (None, ASKER) for j in batch], [sizes[j] for j in batch]))
+            # Thoughts: the asker's, other users' and a few public ones, grown from the same real texts.
+            _, thought_vectors = next(corpus.derived(base, neighbours, 300, seed=seed + 1))
+            for i, vector in enumerate(thought_vectors):
+                owner = ASKER if i < 60 else f"user{i % OTHER_USERS}"
+                store.thoughts.add(user_id=owner, text=texts[i % len(texts)], confidence=0.8, depth=1,
+                                   public=i % 25 == 0, vector=vector, sources=[])
     finally:
         store.close()
     return Built(np.concatenate(all_ids), np.concatenate(all_vectors), np.concatenate(scope))
@@ -132,7 +173,7 @@ def probe(work: Path, queries_path: Path, options: IndexOptions) -> dict:
     saved = np.load(queries_path)
     queries, truth, warm_up = saved["queries"], saved["truth"], saved["warm_up"]
     started = time.perf_counter()
-    store = Store(work / "copilot.db", work / "index", options)
+    store = open_store(work, options, os.environ.get(URL_VARIABLE, ""))
     retrieve_mixture(store, warm_up[0], user_id=ASKER, k=K)
     open_s = time.perf_counter() - started
     for query in warm_up[1:]:  # other questions than the measured ones: no measured hit is cached by them
@@ -147,19 +188,18 @@ def probe(work: Path, queries_path: Path, options: IndexOptions) -> dict:
     for query, expected in zip(queries, truth, strict=True):
         found = [i for i, _ in store.search("chunks", query, 10, chunk_scope(ASKER))]
         recalls.append(len(set(found) & set(expected.tolist())) / 10)
-    index = store.index("chunks")
     result = {"open_s": round(open_s, 3), "retrieve_p50_ms": _percentile(timings, 50),
               "retrieve_p99_ms": _percentile(timings, 99), "recall_at_10": round(float(np.mean(recalls)), 4),
-              "index_mb": round(index.memory_bytes() / 1e6, 1) if index is not None else 0.0,
-              "rss_mb": peak_rss_mb()}
+              "index_mb": round(store.index_bytes("chunks") / 1e6, 1), "rss_mb": peak_rss_mb()}
     store.close()
     return result
 
 
-def measure_writes(work: Path, options: IndexOptions, base: np.ndarray, texts: list[str], repeats: int = 30
-                   ) -> dict:
-    store = Store(work / "copilot.db", work / "index", options)
-    store.index("chunks"), store.index("thoughts")  # loaded before timing, as in a running app
+def measure_writes(work: Path, options: IndexOptions, base: np.ndarray, texts: list[str], repeats: int = 30,
+                   url: str = "") -> dict:
+    store = open_store(work, options, url)
+    if not url:
+        store.index("chunks"), store.index("thoughts")  # loaded before timing, as in a running app
     neighbours = corpus.nearest_neighbours(base[:2000])
     _, vectors = next(corpus.derived(base[:2000], neighbours, repeats + 5 * CHUNKS_PER_PAPER, seed=99))
     source = int(store.chunks.ids_of("p0")[0])
@@ -196,24 +236,35 @@ def measure_rebuild(built: Built, queries: np.ndarray, repeats: int) -> float:
 
 
 def run_size(n: int, base: np.ndarray, texts: list[str], queries: np.ndarray, warm_up: np.ndarray,
-             options: IndexOptions, work_root: Path | None, log) -> dict:  # noqa: ANN001 - log: print to stderr
+             options: IndexOptions, work_root: Path | None, log, database_url: str = "") -> dict:  # noqa: ANN001
+    """Build a library of ``n`` chunks and measure it (on PostgreSQL when ``database_url`` is given)."""
+    from copilot.storage.postgres import scratch_schema
+
+    with scratch_schema(database_url, f"scale_{n}") if database_url else nullcontext("") as url:
+        return _run_size(n, base, texts, queries, warm_up, options, work_root, log, url)
+
+
+def _run_size(n: int, base: np.ndarray, texts: list[str], queries: np.ndarray, warm_up: np.ndarray,
+              options: IndexOptions, work_root: Path | None, log, url: str) -> dict:  # noqa: ANN001 - log: a print
     work = Path(tempfile.mkdtemp(prefix=f"scale-{n}-", dir=work_root))
     try:
         t0 = time.perf_counter()
-        built = build(work, n, base, texts, options)
+        built = build(work, n, base, texts, options, url=url)
         log(f"n={n}: built {len(built.ids)} chunks in {time.perf_counter() - t0:.0f} s")
         queries_path = work / "queries.npz"
         np.savez(queries_path, queries=queries, truth=np.array(exact_top(built, queries)), warm_up=warm_up)
         child = subprocess.run(
             [sys.executable, "-m", "copilot.bench", "probe", "--work", str(work), "--queries", str(queries_path),
-             "--options", json.dumps(options.__dict__)], capture_output=True, text=True)
+             "--options", json.dumps(options.__dict__)], capture_output=True, text=True,
+            env=os.environ | {URL_VARIABLE: url})
         if child.returncode != 0:
             raise RuntimeError(f"the measuring process failed: {child.stderr.strip()[-2000:]}")
         probed = json.loads(child.stdout)
         log(f"n={n}: probed {probed}")
         rebuild = measure_rebuild(built, queries, repeats=5 if n >= 500_000 else 20)
-        writes = measure_writes(work, options, base, texts)
-        return {"backend": "sqlite", "n": int(len(built.ids)), "retrieve_p50_ms": probed["retrieve_p50_ms"],
+        writes = measure_writes(work, options, base, texts, url=url)
+        return {"backend": "postgres" if url else "sqlite", "n": int(len(built.ids)),
+                "retrieve_p50_ms": probed["retrieve_p50_ms"],
                 "retrieve_p99_ms": probed["retrieve_p99_ms"], "rebuild_p50_ms": rebuild,
                 "insert_thought_p50_ms": writes["insert_thought_p50_ms"],
                 "insert_paper_p50_ms": writes["insert_paper_p50_ms"], "open_s": probed["open_s"],

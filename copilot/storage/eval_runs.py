@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from copilot.storage.rows import fetch_all, loads
+from copilot.storage.rows import fetch_all, inserted_id, loads
 from copilot.types import EvalRun
 
 if TYPE_CHECKING:
@@ -22,11 +22,10 @@ class EvalRunRepository:
     def add(self, *, task: str, methods: Sequence[str], started_at: str, finished_at: str, path: str,
             report: dict[str, Any]) -> int:
         with self._store.transaction() as conn:
-            cursor = conn.execute(
+            return inserted_id(conn,
                 "INSERT INTO eval_runs (task, methods, started_at, finished_at, path, report) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 [task, ",".join(methods), started_at, finished_at, path, json.dumps(report)])
-            return int(cursor.lastrowid)
 
     def list(self, task: str | None = None) -> list[EvalRun]:
         """Stored runs (of one task when given), oldest first."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
 
-from copilot.storage.rows import fetch_one, loads, utc_now
+from copilot.storage.rows import fetch_one, inserted_id, loads, utc_now
 from copilot.types import Refresh
 
 if TYPE_CHECKING:
@@ -47,12 +47,11 @@ class RefreshRepository:
     def add(self, *, user_id: str | None, categories: Sequence[str], added: Sequence[str], skipped: int,
             errors: Sequence[str], started_at: str, finished_at: str) -> int:
         with self._store.transaction() as conn:
-            cursor = conn.execute(
+            return inserted_id(conn,
                 "INSERT INTO refreshes (user_id, categories, added, skipped, errors, started_at, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [user_id, json.dumps(list(categories)), json.dumps(list(added)), skipped, json.dumps(list(errors)),
                  started_at, finished_at])
-            return int(cursor.lastrowid)
 
     def last(self, user_id: str | None = None) -> Refresh | None:
         """The newest refresh ``user_id`` ran or the scheduler ran for everyone (any refresh when None)."""

@@ -26,7 +26,7 @@ def visibility(user_id: str | None, owner_column: str = "user_id") -> tuple[str,
     """Who may see a paper, as a SQL condition over its owner column: a shared arXiv paper (no owner) is
     everyone's, an upload only its owner's. With no user (the command line, the instance's owner) every paper."""
     if user_id is None:
-        return "1", []
+        return "TRUE", []
     return f"({owner_column} IS NULL OR {owner_column} = ?)", [user_id]
 
 

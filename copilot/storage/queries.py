@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from copilot.storage.rows import fetch_all, fetch_one, loads, utc_now
+from copilot.storage.rows import fetch_all, fetch_one, inserted_id, loads, utc_now
 from copilot.types import Feedback, Query
 
 if TYPE_CHECKING:
@@ -26,11 +26,10 @@ class QueryRepository:
             timings: dict[str, float]) -> int:
         """Record an answer as soon as it is given: its thought is 'pending' and it cost one LLM call so far."""
         with self._store.transaction() as conn:
-            cursor = conn.execute(
+            return inserted_id(conn,
                 "INSERT INTO queries (user_id, text, answer, retrieved, thought_outcome, timings, llm_calls, "
-                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, 1, ?)",
+                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, 1, ?) RETURNING id",
                 [user_id, text, answer, json.dumps(retrieved), json.dumps(timings), utc_now()])
-            return int(cursor.lastrowid)
 
     def record_outcome(self, query_id: int, *, thought_id: int | None, outcome: str, reason: str,
                        timings: dict[str, float], llm_calls: int) -> None:
@@ -55,9 +54,8 @@ class QueryRepository:
 
     def add_feedback(self, query_id: int, user_id: str, value: int) -> int:
         with self._store.transaction() as conn:
-            cursor = conn.execute("INSERT INTO feedback (query_id, user_id, value, created_at) VALUES (?, ?, ?, ?)",
-                                  [query_id, user_id, value, utc_now()])
-            return int(cursor.lastrowid)
+            return inserted_id(conn, "INSERT INTO feedback (query_id, user_id, value, created_at) VALUES (?, ?, ?, ?) "
+                                    "RETURNING id", [query_id, user_id, value, utc_now()])
 
     def feedback(self, user_id: str) -> list[Feedback]:
         """The user's feedback, oldest first."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,8 +22,9 @@ def to_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
-def from_blob(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
+def from_blob(blob: bytes | np.ndarray) -> np.ndarray:
+    """A stored embedding as a float32 vector: SQLite keeps a blob, PostgreSQL hands back the array itself."""
+    return blob if isinstance(blob, np.ndarray) else np.frombuffer(blob, dtype=np.float32)
 
 
 def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -35,6 +37,23 @@ def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) ->
 def fetch_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
     rows = fetch_all(conn, sql, params)
     return rows[0] if rows else None
+
+
+def inserted_id(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> int:
+    """The id an ``INSERT ... RETURNING id`` gave its new row (read to the end, so the statement is finished)."""
+    return int(conn.execute(sql, list(params)).fetchall()[0][0])
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The few SQL fragments that differ between the backends, for repositories that need one."""
+
+    name: str
+    embedding_bytes: str  # bytes of a row's embedding, as an expression over its ``embedding`` column
+
+
+SQLITE = Dialect("sqlite", embedding_bytes="LENGTH(embedding)")
+POSTGRESQL = Dialect("postgresql", embedding_bytes="(vector_dims(embedding) * 4)")
 
 
 def marks(values: Sequence[Any]) -> str:

@@ -11,6 +11,9 @@ Opening checks the database before anything uses it: a file that is not SQLite, 
 directory in its place or one this user may not read or write raises :class:`StorageError`, one line naming the
 file and what to do. The check is SQLite's ``PRAGMA quick_check`` (every page read once: about 0.15 s per 350 MB
 from the page cache), so a damaged page deep in a table is found on open, not half-way through a command.
+
+``Store.open`` gives the PostgreSQL store instead (``copilot.storage.postgres``) when ``COPILOT_DATABASE_URL`` is
+set: the same repositories and the same interface, with the vectors in the rows.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
 from copilot.storage.papers import PaperRepository
 from copilot.storage.profiles import ProfileRepository
 from copilot.storage.queries import QueryRepository
-from copilot.storage.rows import from_blob, to_blob
+from copilot.storage.rows import SQLITE, from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.usage import UsageRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
@@ -93,8 +96,26 @@ def _damaged(db_path: Path, detail: str) -> StorageError:
                         "creates an empty library there")
 
 
+def attach_repositories(store: Any) -> None:  # noqa: ANN401 - a Store of either backend
+    """Give ``store`` its repositories: all SQL on records lives in them (one module per noun, in this package),
+    written in the subset both backends speak."""
+    store.papers = PaperRepository(store)
+    store.chunks = ChunkRepository(store)
+    store.thoughts = ThoughtRepository(store)
+    store.memories = MemoryRepository(store)
+    store.queries = QueryRepository(store)
+    store.profiles = ProfileRepository(store)
+    store.follows = FollowRepository(store)
+    store.refreshes = RefreshRepository(store)
+    store.eval_runs = EvalRunRepository(store)
+    store.usage = UsageRepository(store)
+
+
 class Store:
     """Records and vectors of one data directory."""
+
+    backend = "sqlite"
+    dialect = SQLITE
 
     def __init__(self, db_path: Path, index_dir: Path, index_options: IndexOptions | None = None) -> None:
         self.db_path = db_path
@@ -125,17 +146,7 @@ class Store:
         except (OSError, sqlite3.Error, StorageError) as exc:
             self.conn.close()
             raise unusable_database(db_path, exc) or exc
-        # The repositories: all SQL on records lives in them (one module per noun, in this package).
-        self.papers = PaperRepository(self)
-        self.chunks = ChunkRepository(self)
-        self.thoughts = ThoughtRepository(self)
-        self.memories = MemoryRepository(self)
-        self.queries = QueryRepository(self)
-        self.profiles = ProfileRepository(self)
-        self.follows = FollowRepository(self)
-        self.refreshes = RefreshRepository(self)
-        self.eval_runs = EvalRunRepository(self)
-        self.usage = UsageRepository(self)
+        attach_repositories(self)
 
     def _check_readable(self) -> None:
         """Raise :class:`StorageError` when the file is not a whole SQLite database (see the module notes)."""
@@ -147,6 +158,8 @@ class Store:
     def open(cls, settings: Settings) -> Store:
         """The store of ``settings``' data directory; raises :class:`StorageError` when its database cannot be
         used."""
+        if settings.database_url.get_secret_value():
+            return open_database(settings)  # type: ignore[return-value] - the same interface on a server
         return cls(settings.db_path, settings.index_dir, cls.index_options_from(settings))
 
     @staticmethod
@@ -213,6 +226,10 @@ class Store:
             pending, self._after_commit = self._after_commit, []
             for apply in pending:
                 apply()
+
+    def serialize(self, key: str) -> None:
+        """Inside a write transaction: wait until no other transaction holds ``key``, and hold it until this one
+        ends (a check-then-write per user). SQLite's write transactions already run one at a time."""
 
     # ----- generations -------------------------------------------------------------------------------
 
@@ -318,7 +335,7 @@ class Store:
         found: dict[int, VectorMeta] = {}
         for start in range(0, len(ids), 500):
             part = list(ids[start:start + 500])
-            rows = conn.execute(f"SELECT * FROM ({VECTOR_META[kind]}) WHERE id IN ({', '.join('?' * len(part))})",
+            rows = conn.execute(f"SELECT * FROM ({VECTOR_META[kind]}) AS m WHERE id IN ({', '.join('?' * len(part))})",
                                 part).fetchall()
             found.update((int(r[0]), _meta(r)) for r in rows)
         return [found.get(int(i)) for i in ids]
@@ -437,10 +454,16 @@ class Store:
                 return []
             return index.search(query, k, where)
 
+    def index_bytes(self, kind: str) -> int:
+        """What ``kind``'s index holds in memory (vectors, graph, metadata); 0 while it is empty."""
+        index = self.index(kind)
+        return index.memory_bytes() if index is not None else 0
+
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""
         sql, params = filter_sql(where or VectorFilter())
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) WHERE {sql}", params).fetchone()[0])
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM ({VECTOR_META[kind]}) AS m WHERE {sql}",
+                                     params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
         """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
@@ -506,12 +529,12 @@ class Store:
 
 # Each vector table's filterable metadata, one row per vector: what a VectorFilter is evaluated against.
 VECTOR_META = {
-    "chunks": "SELECT c.id, p.user_id AS owner, c.paper_id AS paper, 0 AS public, NULL AS confidence, "
+    "chunks": "SELECT c.id, p.user_id AS owner, c.paper_id AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
               "0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.embedding IS NOT NULL",
     "thoughts": "SELECT id, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
                 "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
-    "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, NULL AS confidence, 0 AS flagged "
-                "FROM memories WHERE embedding IS NOT NULL",
+    "memories": "SELECT id, user_id AS owner, NULL AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
+                "0 AS flagged FROM memories WHERE embedding IS NOT NULL",
 }
 
 
@@ -536,14 +559,14 @@ def filter_sql(where: VectorFilter) -> tuple[str, list[Any]]:
             owners.append("public = 1")
         terms.append(f"({' OR '.join(owners)})")
     if where.papers is not None:
-        terms.append(f"paper IN ({', '.join('?' * len(where.papers))})" if where.papers else "0")
+        terms.append(f"paper IN ({', '.join('?' * len(where.papers))})" if where.papers else "FALSE")
         params += sorted(where.papers)
     if where.min_confidence is not None:
         terms.append("confidence >= ?")
         params.append(where.min_confidence)
     if where.unflagged:
         terms.append("flagged = 0")
-    return " AND ".join(terms) or "1", params
+    return " AND ".join(terms) or "TRUE", params
 
 
 def _disk_size(path: Path) -> int:
@@ -559,3 +582,20 @@ def _disk_size(path: Path) -> int:
 def _check_kind(kind: str) -> None:
     if kind not in VECTOR_TABLES:
         raise StoreError(f"'{kind}' is not a vector table (one of {', '.join(VECTOR_TABLES)})")
+
+
+# Database servers by URL scheme (``COPILOT_DATABASE_URL``): module and class, imported only when named.
+SERVER_BACKENDS = {"postgresql": ("copilot.storage.postgres", "PostgresStore"),
+                   "postgres": ("copilot.storage.postgres", "PostgresStore")}
+
+
+def open_database(settings: Settings) -> Any:  # noqa: ANN401 - a store with the same interface as Store
+    """The store on the database server that ``COPILOT_DATABASE_URL`` names, chosen by the URL's scheme."""
+    import importlib
+
+    backend = settings.storage_backend
+    if backend not in SERVER_BACKENDS:
+        raise StoreError(f"COPILOT_DATABASE_URL names a '{backend}' database; supported: "
+                         f"{', '.join(sorted(SERVER_BACKENDS))} (or leave it empty for the embedded SQLite)")
+    module, name = SERVER_BACKENDS[backend]
+    return getattr(importlib.import_module(module), name).open(settings)

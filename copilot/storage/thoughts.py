@@ -71,8 +71,8 @@ class ThoughtRepository:
     def footprint(self, owner: str) -> tuple[int, int]:
         """(bytes of text and embeddings, number of thoughts) that ``owner``'s memory holds."""
         row = self._store.conn.execute(
-            "SELECT COALESCE(SUM(LENGTH(text) + LENGTH(embedding)), 0), COUNT(*) FROM thoughts WHERE user_id = ?",
-            [owner]).fetchone()
+            f"SELECT COALESCE(SUM(LENGTH(text) + {self._store.dialect.embedding_bytes}), 0), COUNT(*) FROM thoughts "
+            "WHERE user_id = ?", [owner]).fetchone()
         return int(row[0]), int(row[1])
 
     # ----- provenance --------------------------------------------------------------------------------
@@ -106,8 +106,8 @@ class ThoughtRepository:
         """Add provenance edges (those already there are kept once; a thought is never its own source)."""
         edges = [(thought_id, s.kind, s.id) for s in sources if not (s.kind == "thought" and s.id == thought_id)]
         with self._store.transaction() as conn:
-            conn.executemany("INSERT OR IGNORE INTO thought_sources (thought_id, source_kind, source_id) "
-                             "VALUES (?, ?, ?)", edges)
+            conn.executemany("INSERT INTO thought_sources (thought_id, source_kind, source_id) VALUES (?, ?, ?) "
+                             "ON CONFLICT DO NOTHING", edges)
 
     # ----- writing -----------------------------------------------------------------------------------
 

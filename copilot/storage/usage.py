@@ -1,7 +1,8 @@
 """What each user spent, for the limits of a shared instance: questions asked, papers added from arXiv.
 
 Every counted action is one row, so a limit over a time window is a count over recent rows, and the check and
-the record are one write transaction: two requests of one user racing past a limit cannot both get in.
+the record are one write transaction (on PostgreSQL, under an advisory lock per user): two requests of one user
+racing past a limit cannot both get in.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class UsageRepository:
         Returns None when admitted, else how many uses the window already holds (nothing is recorded).
         """
         with self._store.transaction() as conn:
+            self._store.serialize(f"usage {user_id}")
             used = int(conn.execute(
                 "SELECT COUNT(*) FROM usage_events WHERE user_id = ? AND action = ? AND at > ?",
                 [user_id, action, _since(window_s)]).fetchone()[0])

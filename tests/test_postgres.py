@@ -98,7 +98,7 @@ def test_doctor_reports_the_backend_the_server_and_pgvector(pg_url: str, tmp_pat
     assert f"PostgreSQL {result.data['server_version']}, pgvector {result.data['pgvector_version']}" in result.detail
     down = Settings(data_dir=tmp_path, database_url="postgresql://copilot:s3cret-pw@127.0.0.1:1/copilot")
     (line,) = format_lines(run_checks(down, [check_postgresql]))
-    assert line.startswith("FAIL postgresql StoreError: cannot connect to the PostgreSQL database at 127.0.0.1:1")
+    assert line.startswith("FAIL postgresql StorageError: cannot connect to the PostgreSQL database at 127.0.0.1:1")
     assert "s3cret-pw" not in line
 
 

@@ -48,6 +48,8 @@ class Settings(BaseSettings):
         description="Hugging Face token for Inference (COPILOT_HF_TOKEN, or HF_TOKEN).",
     )
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
+    llm_slots: int = Field(4, ge=1, description="LLM calls sent to a remote endpoint at once (the embedded "
+                           "model always runs one at a time); the rest wait in line, answers first.")
     llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores.")
     llm_context_tokens: int = Field(4096, ge=512, description="Context window of the local model.")
     max_answer_tokens: int = Field(256, ge=16, description="Cap on the length of one generated answer.")

@@ -61,6 +61,7 @@ class AnswerSources:
 
     items: list[RetrievedItem]
     retrieve_ms: float = 0.0
+    memories: list[dict[str, Any]] = field(default_factory=list)  # the asker's recalled memories (the chat's)
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,21 @@ def test_chat_feedback_dashboard_and_thoughts(app) -> None:  # noqa: ANN001
     assert "deleted" in detail and thought_id not in [r[0] for r in _rows(table)]
 
 
+def test_chat_shows_sources_before_the_answer(app) -> None:  # noqa: ANN001
+    url, _, _, root = app
+    client = _client(url)
+    _upload(client, root, "2020.acl-main.207.pdf", "specter.pdf")
+    job = client.submit("How is SPECTER trained?", [], [], False, False, api_name="/chat")
+    job.result(timeout=120)
+    shown = [(_text(out[1][-1]["content"]), _rows(out[2])) for out in job.outputs() if out[1]]
+    answer_starts = next(i for i, (text, _) in enumerate(shown) if text.startswith("On How is SPECTER"))
+    early = shown[:answer_starts]
+    assert any(text.startswith("**Sources**") and "[1]" in text and rows for text, rows in early), \
+        "the sources and the retrieved table are shown before the first word of the answer"
+    final_text, final_rows = shown[-1]
+    assert "**Sources**" in final_text and final_rows == next(rows for _, rows in early if rows)
+
+
 def test_writing_and_ideas(app) -> None:  # noqa: ANN001
     url, services, _, root = app
     client = _client(url)

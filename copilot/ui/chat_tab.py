@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
 from copilot.engine import AskResult
 from copilot.llm import LLMError
@@ -17,26 +16,11 @@ from copilot.ui.services import provenance_summary, retrieved_rows, source_line
 RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
 # Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
 RETRIEVED_WIDTHS = ["40px", "70px", "56px", "64px", "64px", "68px", "96px", "220px", "360px"]
-MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
 THOUGHT_WAIT_S = 90.0
 # Chat handlers that may run at once. A waiting answer holds a server thread but no CPU: it waits in the LLM
 # scheduler's line (answers first, users in turn) and shows its sources and place meanwhile, which Gradio's
 # own queue (default limit 2) could not. Thought-status checks only poll the database.
 CHAT_CONCURRENCY = 32
-
-
-def _about_user(ctx: AppContext, user: str, message: str, vector: np.ndarray
-                ) -> tuple[str | None, list[dict[str, Any]]]:
-    """The persona plus the user's memories this message calls for (the association score finds them)."""
-    from copilot.profile import persona_for_prompt
-
-    copilot = ctx.services.copilot
-    recalled = copilot.recall(message, user_id=user, k=3, query_vector=vector)
-    memories = [m for m in recalled if m["score"] >= MEMORY_MIN_SCORE][:2]
-    persona = persona_for_prompt(copilot.store, user)
-    parts = [persona[:300]] if persona else []
-    parts += [m["text"] for m in memories]
-    return (" ".join(parts) or None), memories
 
 
 def _sources_markdown(items: list[RetrievedItem]) -> str:
@@ -102,8 +86,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
              request: gr.Request, profile: gr.OAuthProfile | None = None
              ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
         """Ask about your library: a streamed answer with numbered, followable sources."""
-        from copilot.profile import extract_self_statements
-
         user = ctx.user(request, profile)
         history = list(history or [])
         message = (message or "").strip()
@@ -111,17 +93,12 @@ def build(ctx: AppContext) -> dict[str, Any]:
             gr.Info("Type a question first.")
             yield "", history, [], None, ""
             return
-        copilot = services.copilot
         try:
             visible = services.visible_paper_ids(user, scope or None)  # rejects papers that are not theirs
         except ValueError as exc:
             raise fail(exc) from exc
         if not visible:
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
-        for statement in extract_self_statements(message):
-            copilot.remember(statement, user_id=user)
-        vector = copilot.embedder.encode_query(message)  # embedded once: memories, then sources
-        about, memories = _about_user(ctx, user, message, vector)
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         yield "", shown, [], None, ""
         result: AskResult | None = None
@@ -129,15 +106,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
         rows: list[list[Any]] = []
         try:
             # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer.
-            for update in copilot.ask_stream(message, user_id=user, paper_ids=list(scope) if scope else None,
-                                             include_public=use_public, share_thought=share, about_user=about,
-                                             query_vector=vector):
+            for update in services.chat_stream(user, message, paper_ids=list(scope) if scope else None,
+                                               include_public=use_public, share_thought=share):
                 if isinstance(update, AskResult):
                     result = update
                     continue
                 if isinstance(update, AnswerSources):
                     items = update.items
-                    rows = _rows(items, memories)
+                    rows = _rows(items, update.memories)
                     text, note = "", "Sources found; the answer comes next…"
                 elif isinstance(update, QueuePosition):
                     text, note = queue_text(update), queue_text(update)

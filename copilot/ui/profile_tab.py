@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError
+from copilot.llm import LLMError, scheduling
 from copilot.ui.context import AppContext, fail
 
 MEMORY_HEADERS = ["id", "what you said", "when"]
@@ -61,8 +61,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not (name or "").strip():
             raise gr.Error("Type an author's name first.")
         try:
-            text = profile_from_author(services.copilot, name.strip(), user_id=user,
-                                       arxiv_client=services.library.arxiv)
+            with scheduling(user):
+                text = profile_from_author(services.copilot, name.strip(), user_id=user,
+                                           arxiv_client=services.library.arxiv)
             save_profile(services.copilot.store, user, text, "arxiv:" + name.strip())
         except (LLMError, ValueError, RuntimeError) as exc:
             raise fail(exc) from exc
@@ -76,7 +77,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not (text or "").strip():
             raise gr.Error("Paste some text about your research first.")
         try:
-            persona = profile_from_text(services.copilot, text, user_id=user)
+            with scheduling(user):
+                persona = profile_from_text(services.copilot, text, user_id=user)
             save_profile(services.copilot.store, user, persona, "text")
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc

@@ -97,7 +97,8 @@ def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, ma
 
 
 class ThoughtWorker:
-    """One background thread that writes thoughts in order; jobs never block the answer."""
+    """One background thread that writes thoughts in order. Their LLM calls run at background priority
+    (``Copilot._write_thought``), so a thought never goes before a waiting answer."""
 
     def __init__(self) -> None:
         self._queue: queue.Queue = queue.Queue()

@@ -47,7 +47,7 @@ def granted_order(scheduler: LLMScheduler, tickets: list, first) -> list:  # noq
 
 
 def test_background_work_waits_while_answers_are_queued() -> None:
-    scheduler = LLMScheduler(slots=1)
+    scheduler = LLMScheduler(slots=1, background_idle_s=0.0)
     running = scheduler.enqueue("ada", ANSWER)
     assert running.granted.is_set(), "a free slot is granted at once"
     thought = scheduler.enqueue("ada", BACKGROUND)
@@ -60,7 +60,7 @@ def test_background_work_waits_while_answers_are_queued() -> None:
 
 
 def test_users_are_served_round_robin() -> None:
-    scheduler = LLMScheduler(slots=1)
+    scheduler = LLMScheduler(slots=1, background_idle_s=0.0)
     busy = scheduler.enqueue("zoe", ANSWER)
     ada = [scheduler.enqueue("ada", ANSWER) for _ in range(4)]  # one user asks four times first
     bob = scheduler.enqueue("bob", ANSWER)
@@ -71,7 +71,7 @@ def test_users_are_served_round_robin() -> None:
 
 
 def test_a_user_with_more_questions_goes_to_the_back_after_each_turn() -> None:
-    scheduler = LLMScheduler(slots=1)
+    scheduler = LLMScheduler(slots=1, background_idle_s=0.0)
     busy = scheduler.enqueue("zoe", ANSWER)
     ada1, bob1 = scheduler.enqueue("ada", ANSWER), scheduler.enqueue("bob", ANSWER)
     ada2 = scheduler.enqueue("ada", ANSWER)
@@ -84,7 +84,7 @@ def test_a_user_with_more_questions_goes_to_the_back_after_each_turn() -> None:
 
 
 def test_an_answer_waits_at_most_for_the_running_thought_call() -> None:
-    scheduler = LLMScheduler(slots=1)
+    scheduler = LLMScheduler(slots=1, background_idle_s=0.0)
     thought_call = scheduler.enqueue("ada", BACKGROUND)
     assert thought_call.granted.is_set(), "with nobody waiting, background work uses the idle model"
     answer = scheduler.enqueue("bob", ANSWER)
@@ -100,7 +100,7 @@ def test_an_answer_waits_at_most_for_the_running_thought_call() -> None:
 
 
 def test_an_answer_granted_at_once_did_not_wait_behind_a_thought() -> None:
-    scheduler = LLMScheduler(slots=2)
+    scheduler = LLMScheduler(slots=2, background_idle_s=0.0)
     thought_call = scheduler.enqueue("ada", BACKGROUND)
     answer = scheduler.enqueue("bob", ANSWER)
     assert thought_call.granted.is_set() and answer.granted.is_set(), "two slots: both run"
@@ -113,7 +113,7 @@ def test_an_answer_granted_at_once_did_not_wait_behind_a_thought() -> None:
 
 def test_positions_and_estimates() -> None:
     clock = FakeClock()
-    scheduler = LLMScheduler(slots=1, clock=clock)
+    scheduler = LLMScheduler(slots=1, clock=clock, background_idle_s=0.0)
     running = scheduler.enqueue("ada", ANSWER)
     clock.now = 12.0
     scheduler.release(running)  # the running average moves from its initial 10 s towards 12 s
@@ -134,9 +134,41 @@ def test_positions_and_estimates() -> None:
     assert thought.granted.is_set()
 
 
+def test_background_work_waits_until_answers_have_paused() -> None:
+    clock = FakeClock()
+    scheduler = LLMScheduler(slots=1, clock=clock, background_idle_s=1.0)
+    answer = scheduler.enqueue("ada", ANSWER)
+    thought = scheduler.enqueue("ada", BACKGROUND)
+    clock.now = 5.0
+    scheduler.release(answer)
+    assert not thought.granted.is_set(), "the model is free, but an answer has only just ended"
+    clock.now = 5.5
+    follow_up = scheduler.enqueue("ada", ANSWER)  # ada asks again right after her answer
+    assert follow_up.granted.is_set(), "her follow-up finds the model free, not busy with a thought"
+    clock.now = 9.0
+    scheduler.release(follow_up)
+    clock.now = 9.9
+    scheduler.grant_due()
+    assert not thought.granted.is_set()
+    clock.now = 10.0
+    scheduler.grant_due()  # what the scheduler's timer calls once the idle wait has passed
+    assert thought.granted.is_set()
+    assert scheduler.stats().answers_waited_behind_background == 0
+    scheduler.release(thought)
+
+
+def test_the_idle_wait_ends_by_itself() -> None:
+    scheduler = LLMScheduler(slots=1, background_idle_s=0.2)
+    scheduler.release(scheduler.enqueue("ada", ANSWER))
+    thought = scheduler.enqueue("ada", BACKGROUND)
+    assert not thought.granted.is_set()
+    assert thought.wait(timeout=5), "a timer grants the background call once answers have paused"
+    scheduler.release(thought)
+
+
 def test_with_two_slots_the_wait_is_shared() -> None:
     clock = FakeClock()
-    scheduler = LLMScheduler(slots=2, clock=clock)
+    scheduler = LLMScheduler(slots=2, clock=clock, background_idle_s=0.0)
     a, b = scheduler.enqueue("ada", ANSWER), scheduler.enqueue("bob", ANSWER)
     c = scheduler.enqueue("cy", ANSWER)
     assert a.granted.is_set() and b.granted.is_set() and not c.granted.is_set()
@@ -144,7 +176,7 @@ def test_with_two_slots_the_wait_is_shared() -> None:
 
 
 def test_never_more_calls_than_slots_under_many_threads() -> None:
-    scheduler = LLMScheduler(slots=2)
+    scheduler = LLMScheduler(slots=2, background_idle_s=0.0)
     inside, most, lock = 0, 0, threading.Lock()
     rng = random.Random(0)
     plan = [(f"user{rng.randrange(5)}", rng.choice([ANSWER, BACKGROUND])) for _ in range(200)]

@@ -8,8 +8,12 @@ while others waited. The scheduler grants the model's slots per LLM call:
 - by **priority** first: an answer, a draft or an idea (``Priority.ANSWER``) always goes before background
   thought writing (``Priority.BACKGROUND``); a background call already running is never interrupted, so an
   answer waits at most for the rest of that one call (a thought of several calls lets answers in between);
-- then **round-robin over users** within a priority: the user served least recently among those waiting goes
-  first, so one user's ten questions take turns with everybody else's.
+- then **round-robin over users** within a priority: users take turns in the order they joined the line, and a
+  user with more calls waiting goes to the back after each turn, so one user's ten questions take turns with
+  everybody else's;
+- background work also waits until no answer has ended for ``background_idle_s`` (1 s): a user who asks again
+  right after an answer (a follow-up, a script, the benchmark) would otherwise find a thought call just started
+  and wait for it.
 
 A waiting caller can read its place (``position``): how many calls go before it, and an estimate of the wait
 from a running average of call durations per priority. The embedded model has one slot; a remote endpoint
@@ -46,6 +50,7 @@ ANONYMOUS = ""
 # of about 1,000 context tokens and 200 words, and its thought call).
 INITIAL_ESTIMATE_S = {Priority.ANSWER: 10.0, Priority.BACKGROUND: 4.0}
 AVERAGE_WEIGHT = 0.2  # weight of the newest call in the running average of durations
+BACKGROUND_IDLE_S = 1.0  # background work starts only once no answer has ended for this long
 
 _current: contextvars.ContextVar[tuple[str, Priority]] = contextvars.ContextVar(
     "llm_caller", default=(ANONYMOUS, Priority.ANSWER))
@@ -99,11 +104,15 @@ class LLMScheduler:
     ``clock`` is injectable so tests can run the estimates deterministically.
     """
 
-    def __init__(self, slots: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, slots: int = 1, clock: Callable[[], float] = time.monotonic,
+                 background_idle_s: float = BACKGROUND_IDLE_S) -> None:
         if slots < 1:
             raise ValueError("an LLM needs at least one slot")
         self.slots = slots
+        self.background_idle_s = background_idle_s
         self._clock = clock
+        self._last_answer_end = float("-inf")
+        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
         self._seq = itertools.count()
         # Per priority: users in turn order (least recently served first), each with their waiting calls.
@@ -133,6 +142,8 @@ class LLMScheduler:
             if ticket in self._running:
                 self._running.remove(ticket)
                 assert ticket.started_at is not None
+                if ticket.priority == Priority.ANSWER:
+                    self._last_answer_end = self._clock()
                 took = self._clock() - ticket.started_at
                 old = self._average_s[ticket.priority]
                 self._average_s[ticket.priority] = (1 - AVERAGE_WEIGHT) * old + AVERAGE_WEIGHT * took
@@ -142,6 +153,12 @@ class LLMScheduler:
                     queue.remove(ticket)
                     if not queue:
                         del self._waiting[ticket.priority][ticket.user]
+            self._grant()
+
+    def grant_due(self) -> None:
+        """Grant what has become due with time alone (background work after the idle wait); a timer calls it."""
+        with self._lock:
+            self._timer = None
             self._grant()
 
     @contextmanager
@@ -187,6 +204,17 @@ class LLMScheduler:
 
     # ----- inside the lock -------------------------------------------------------------------------------------
 
+    def _holding_background(self) -> bool:
+        """True while an answer ended too recently for background work to start; arms a timer to look again."""
+        wait = self._last_answer_end + self.background_idle_s - self._clock()
+        if wait <= 0:
+            return False
+        if self._timer is None:
+            self._timer = threading.Timer(wait, self.grant_due)
+            self._timer.daemon = True
+            self._timer.start()
+        return True
+
     def _background_running(self) -> bool:
         return any(t.priority == Priority.BACKGROUND for t in self._running)
 
@@ -221,6 +249,8 @@ class LLMScheduler:
     def _next(self) -> Ticket | None:
         for priority in Priority:
             users = self._waiting[priority]
+            if users and priority == Priority.BACKGROUND and self._holding_background():
+                return None
             if users:
                 user, queue = next(iter(users.items()))
                 ticket = queue.popleft()

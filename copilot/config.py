@@ -20,7 +20,7 @@ LLMBackendName = Literal["auto", "local", "openai", "hf"]
 # The embedded model reads about 215 prompt tokens/s on 2 cores, so the first word of an answer waits for
 # the whole prompt: its context budget and answer cap were chosen by measuring quality against prompt size
 # (README, "Prompt size"). Remote models read prompts fast and keep the larger sizes.
-LOCAL_CONTEXT_BUDGET_TOKENS = 1000
+LOCAL_CONTEXT_BUDGET_TOKENS = 500
 LOCAL_MAX_ANSWER_TOKENS = 200
 REMOTE_CONTEXT_BUDGET_TOKENS = 2000
 REMOTE_MAX_ANSWER_TOKENS = 256

@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-eval clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-latency bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -39,6 +39,13 @@ bench-thoughts: $(VENV)/.runtime-installed
 SCALE_SIZES ?= 10000,100000,1000000
 bench-scale: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench scale --sizes $(SCALE_SIZES) $(SCALE_ARGS)
+
+# Many chat users at once (README, "Many users on one machine"): the four shared papers, each user asking 3
+# questions through the chat's own calls with the embedded model and thought writing on. LATENCY_ARGS takes
+# --json, --questions N, --budget TOKENS, --answer-tokens N.
+LATENCY_USERS ?= 1,5,10
+bench-latency: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench latency --users $(LATENCY_USERS) $(LATENCY_ARGS)
 
 # The full evaluation (README, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
 # the embedded model. Writes report.md, report.json and plots to EVAL_OUT and records the run for the dashboard.

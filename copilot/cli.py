@@ -113,7 +113,7 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
                                          write_thought=not no_thoughts, paper_ids=paper_ids):
             if isinstance(update, AskResult):
                 result = update
-            elif not as_json:
+            elif isinstance(update, str) and not as_json:
                 click.echo(update[shown:], nl=False)
                 shown = len(update)
     except (LLMError, ValueError) as exc:

@@ -12,10 +12,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackendName = Literal["auto", "local", "openai", "hf"]
+
+# The embedded model reads about 215 prompt tokens/s on 2 cores, so the first word of an answer waits for
+# the whole prompt: its context budget and answer cap were chosen by measuring quality against prompt size
+# (README, "Prompt size"). Remote models read prompts fast and keep the larger sizes.
+LOCAL_CONTEXT_BUDGET_TOKENS = 500
+LOCAL_MAX_ANSWER_TOKENS = 200
+REMOTE_CONTEXT_BUDGET_TOKENS = 2000
+REMOTE_MAX_ANSWER_TOKENS = 256
 
 # Real papers and benchmark data live beside the repository (``../shared/data``), never inside it.
 SHARED_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -48,9 +56,13 @@ class Settings(BaseSettings):
         description="Hugging Face token for Inference (COPILOT_HF_TOKEN, or HF_TOKEN).",
     )
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
+    llm_slots: int = Field(4, ge=1, description="LLM calls sent to a remote endpoint at once (the embedded "
+                           "model always runs one at a time); the rest wait in line, answers first.")
     llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores.")
     llm_context_tokens: int = Field(4096, ge=512, description="Context window of the local model.")
-    max_answer_tokens: int = Field(256, ge=16, description="Cap on the length of one generated answer.")
+    max_answer_tokens: int | None = Field(
+        None, ge=16, description="Cap on the length of one generated answer; empty: by backend "
+        f"({LOCAL_MAX_ANSWER_TOKENS} for the embedded model, {REMOTE_MAX_ANSWER_TOKENS} for remote ones).")
     temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of answers.")
     repeat_penalty: float = Field(1.15, ge=1.0, le=2.0, description="Local model: discourages loops.")
 
@@ -61,7 +73,9 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
 
-    context_budget_tokens: int = Field(2000, ge=100, description="Tokens of retrieved context per answer.")
+    context_budget_tokens: int | None = Field(
+        None, ge=100, description="Tokens of retrieved context per answer; empty: by backend "
+        f"({LOCAL_CONTEXT_BUDGET_TOKENS} for the embedded model, {REMOTE_CONTEXT_BUDGET_TOKENS} for remote ones).")
     top_k: int = Field(8, ge=1, description="Items packed into one answer's context.")
     dedup_threshold: float = Field(0.85, ge=0.0, le=1.0, description="Cosine above which a retrieved item "
                                    "is a near-duplicate of one already kept.")
@@ -147,6 +161,16 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("COPILOT_PORT", "GRADIO_SERVER_PORT"),
         description="Port the web app listens on (or GRADIO_SERVER_PORT).",
     )
+
+    @model_validator(mode="after")
+    def _sizes_by_backend(self) -> Settings:
+        """Prompt size and answer cap the backend can afford, unless set (see the README, "Prompt size")."""
+        local = self.resolved_backend() == "local"
+        if self.context_budget_tokens is None:
+            self.context_budget_tokens = LOCAL_CONTEXT_BUDGET_TOKENS if local else REMOTE_CONTEXT_BUDGET_TOKENS
+        if self.max_answer_tokens is None:
+            self.max_answer_tokens = LOCAL_MAX_ANSWER_TOKENS if local else REMOTE_MAX_ANSWER_TOKENS
+        return self
 
     @field_validator("data_dir")
     @classmethod

@@ -1,8 +1,10 @@
 """The copilot: answer a question from paper chunks and thoughts, then grow the memory in the background.
 
-``ask_stream`` retrieves (one query embedding, both indices), packs the context, streams an answer with
-numbered citations and records the query. Thought writing is queued to a background worker, so the user
-sees the whole answer before the thought call starts; ``flush`` waits for the queue (tests, the CLI).
+``ask_stream`` retrieves (one query embedding, both indices) and packs the context, yields the sources at once
+(they are known long before the model is free: retrieval takes tens of milliseconds, an answer seconds),
+waits for the model in line (yielding its place while it waits), streams an answer with numbered citations
+and records the query. Thought writing is queued to a background worker whose LLM calls run at background
+priority, so they never go before anyone's answer; ``flush`` waits for the queue (tests, the CLI).
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from copilot import prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.limits import check_memory, check_question
-from copilot.llm import ChatModel
+from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome
-from copilot.types import RetrievedItem, VectorFilter
+from copilot.types import AnswerSources, QueuePosition, RetrievedItem, VectorFilter
 
 DEFAULT_USER = "local"
+QUEUE_POLL_S = 1.0  # how often a waiting answer re-reads its place in line
 
 
 @dataclass
@@ -79,11 +82,11 @@ def trim_repetition(text: str) -> str | None:
 
 
 def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
-                           temperature: float) -> Iterator[str]:
+                           temperature: float, ticket: Ticket | None = None) -> Iterator[str]:
     """The growing text of one streamed call, cut (and the stream closed) where the model starts repeating
-    itself: a small model that loops has nothing more to say."""
+    itself: a small model that loops has nothing more to say. ``ticket``: the slot the caller waited for."""
     text = ""
-    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature)
+    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket)
     for piece in stream:
         text += piece
         trimmed = trim_repetition(text)
@@ -95,7 +98,8 @@ def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, ma
 
 
 class ThoughtWorker:
-    """One background thread that writes thoughts in order; jobs never block the answer."""
+    """One background thread that writes thoughts in order. Their LLM calls run at background priority
+    (``Copilot._write_thought``), so a thought never goes before a waiting answer."""
 
     def __init__(self) -> None:
         self._queue: queue.Queue = queue.Queue()
@@ -174,8 +178,10 @@ class Copilot:
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
                    about_user: str | None = None, query_vector: np.ndarray | None = None
-                   ) -> Iterator[str | AskResult]:
-        """Yield the answer text as it grows, then the final :class:`AskResult`.
+                   ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+        """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
+        while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
+        then the final :class:`AskResult`.
 
         ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
         memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
@@ -186,25 +192,49 @@ class Copilot:
         items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
                               paper_ids=paper_ids, query_vector=query_vector)
         t1 = time.perf_counter()
+        yield AnswerSources(items, round(1000 * (t1 - t0), 1))
+        # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                     {"role": "user",
                      "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
         answer = ""
-        for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
-                                             temperature=self.settings.temperature):
-            yield answer
+        first_word = None
+        ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
+        try:
+            yield from self._wait_in_line(ticket)
+            t_slot = time.perf_counter()
+            for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
+                                                 temperature=self.settings.temperature, ticket=ticket):
+                if first_word is None and answer.strip():
+                    first_word = time.perf_counter()
+                yield answer
+        finally:
+            self.llm.scheduler.release(ticket)  # also when the caller stops listening while in line
         answer = answer.strip()
         t2 = time.perf_counter()
-        timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1)}
+        timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
+                   "wait_ms": round(1000 * (t_slot - t1), 1),
+                   "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
         query_id = self._record(user_id, question, answer, items, timings)
         result = AskResult(query_id, question, answer, items, timings)
         if write_thought:
-            self.worker.submit(lambda: self._write_thought(result, user_id, share_thought))
+            self.worker.submit(lambda: self._write_thought(result, user_id, share_thought, answered_at=t2))
         else:
             result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
             result.timings["thought_ms"] = 0.0
             self._record_outcome(result)
         yield result
+
+    def _wait_in_line(self, ticket: Ticket) -> Iterator[QueuePosition]:
+        """Until ``ticket`` is granted, its place in line: at once, then whenever it changes."""
+        scheduler = self.llm.scheduler
+        shown: tuple[int, int] | None = None
+        while not ticket.granted.is_set():
+            position = scheduler.position(ticket)
+            if (position.ahead, round(position.estimate_s)) != shown and not ticket.granted.is_set():
+                shown = (position.ahead, round(position.estimate_s))
+                yield position
+            ticket.wait(QUEUE_POLL_S)
 
     def ask(self, question: str, **kwargs) -> AskResult:  # noqa: ANN003 - see ask_stream
         result = None
@@ -219,11 +249,16 @@ class Copilot:
                       "score": round(i.score, 4), "paper_id": i.paper_id} for i in items]
         return self.store.queries.add(user_id, question, answer, retrieved, timings)
 
-    def _write_thought(self, result: AskResult, user_id: str, public: bool = False) -> None:
+    def _write_thought(self, result: AskResult, user_id: str, public: bool = False,
+                       answered_at: float | None = None) -> None:
         start = time.perf_counter()
-        outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
-                                    items=result.sources, public=public)
-        result.timings["thought_ms"] = round(1000 * (time.perf_counter() - start), 1)
+        with scheduling(user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
+            outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
+                                        items=result.sources, public=public)
+        end = time.perf_counter()
+        result.timings["thought_ms"] = round(1000 * (end - start), 1)
+        if answered_at is not None:  # queued behind other thoughts and answers, then written
+            result.timings["thought_lag_ms"] = round(1000 * (end - answered_at), 1)
         result.thought = outcome
         self._record_outcome(result)
 

@@ -20,7 +20,12 @@ ANSWER_SYSTEM = (
 
 
 def answer_user(question: str, sources: list[str], about_user: str | None = None) -> str:
-    """The user turn: numbered sources, what we know of the asker (if anything), then the question."""
+    """The user turn: numbered sources, what we know of the asker (if anything), then the question.
+
+    The order is the prompt's reuse order: the fixed part (system prompt and instructions, ``ANSWER_SYSTEM``)
+    comes first, so llama.cpp, which keeps the previous prompt's state and re-reads only from the first token
+    that differs, never re-reads it between answers; the sources come next and the question last.
+    """
     numbered = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(sources, start=1))
     about = f"About the asker: {about_user}\n\n" if about_user else ""
     return f"Sources:\n{numbered}\n\n{about}Question: {question}"

@@ -55,6 +55,25 @@ class PackedContext:
     skipped_budget: int = 0
 
 
+@dataclass
+class AnswerSources:
+    """The sources of an answer, known as soon as retrieval is done (before the model is free to answer)."""
+
+    items: list[RetrievedItem]
+    retrieve_ms: float = 0.0
+    memories: list[dict[str, Any]] = field(default_factory=list)  # the asker's recalled memories (the chat's)
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    """Where a waiting LLM call stands: calls served before it (running ones not included), calls running
+    now, and an estimate of the wait in seconds from the running average of call durations."""
+
+    ahead: int
+    running: int
+    estimate_s: float
+
+
 @dataclass(frozen=True)
 class VectorFilter:
     """Which vectors a search may return: metadata, never an id list.

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from copilot.llm.base import ChatModel, GenerationOptions, Message
+from copilot.llm.scheduler import LLMScheduler
 
 Reply = str | Callable[[list[Message]], str]
 
@@ -23,6 +24,9 @@ class ScriptedLLM(ChatModel):
         self.thoughts = list(thoughts or [])
         self.calls: list[list[Message]] = []
         self.gate: threading.Event | None = None  # when set, thought calls wait for it
+        # Thoughts start as soon as the model is free (the product waits 1 s after an answer; its own tests
+        # are in test_scheduler.py), so tests need not wait for them.
+        self.scheduler = LLMScheduler(background_idle_s=0.0)
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())

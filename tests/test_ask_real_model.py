@@ -30,7 +30,11 @@ def test_ask_json_with_the_embedded_model(tmp_path: Path) -> None:
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"} and "reason" in record["thought"]
     assert 1 <= record["llm_calls"] <= 2
-    assert set(record["timings"]) == {"retrieve_ms", "answer_ms", "thought_ms"}
+    assert set(record["timings"]) == {"retrieve_ms", "wait_ms", "first_word_ms", "answer_ms", "thought_ms",
+                                      "thought_lag_ms"}
+    timings = record["timings"]
+    assert timings["retrieve_ms"] <= timings["first_word_ms"] <= timings["retrieve_ms"] + timings["answer_ms"]
+    assert timings["thought_lag_ms"] >= timings["thought_ms"]
 
     listed = cli("-m", "copilot", "thoughts", "list", "--json", env=env)
     thoughts = json.loads(listed.stdout)

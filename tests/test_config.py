@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from copilot.config import Settings
+from copilot.config import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_MAX_ANSWER_TOKENS, Settings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -12,11 +12,27 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     s = Settings()
     assert s.data_dir == Path("data")
-    assert s.context_budget_tokens == 2000
+    assert s.context_budget_tokens == LOCAL_CONTEXT_BUDGET_TOKENS < 2000
+    assert s.max_answer_tokens == LOCAL_MAX_ANSWER_TOKENS
     assert s.top_k == 8
     assert s.dedup_threshold == 0.85
     assert s.resolved_backend() == "local"
     assert s.db_path == Path("data") / "copilot.db"
+
+
+def test_prompt_size_follows_the_backend_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("COPILOT_CONTEXT_BUDGET_TOKENS", "COPILOT_MAX_ANSWER_TOKENS", "COPILOT_OPENAI_BASE_URL",
+                 "COPILOT_OPENAI_API_KEY", "COPILOT_HF_TOKEN", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    remote = Settings(llm_backend="openai")
+    assert (remote.context_budget_tokens, remote.max_answer_tokens) == (2000, 256)
+    assert Settings(llm_backend="hf").context_budget_tokens == 2000
+    local = Settings(llm_backend="local")
+    assert (local.context_budget_tokens, local.max_answer_tokens) == (LOCAL_CONTEXT_BUDGET_TOKENS,
+                                                                      LOCAL_MAX_ANSWER_TOKENS)
+    assert Settings(llm_backend="local", context_budget_tokens=2000).context_budget_tokens == 2000
+    monkeypatch.setenv("COPILOT_MAX_ANSWER_TOKENS", "99")
+    assert Settings(llm_backend="openai").max_answer_tokens == 99
 
 
 def test_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -147,6 +147,45 @@ def test_chat_feedback_dashboard_and_thoughts(app) -> None:  # noqa: ANN001
     assert "deleted" in detail and thought_id not in [r[0] for r in _rows(table)]
 
 
+def test_chat_shows_sources_first_and_its_place_in_line(app) -> None:  # noqa: ANN001
+    import time
+
+    url, services, _, root = app
+    client = _client(url)
+    _upload(client, root, "2020.acl-main.207.pdf", "specter.pdf")
+    job = client.submit("How is SPECTER trained?", [], [], False, False, api_name="/chat")
+    job.result(timeout=120)
+    shown = [(_text(out[1][-1]["content"]), _rows(out[2])) for out in job.outputs() if out[1]]
+    answer_starts = next(i for i, (text, _) in enumerate(shown) if text.startswith("On How is SPECTER"))
+    early = shown[:answer_starts]
+    assert any(text.startswith("**Sources**") and "[1]" in text and rows for text, rows in early), \
+        "the sources and the retrieved table are shown before the first word of the answer"
+    final_text, final_rows = shown[-1]
+    assert "**Sources**" in final_text and final_rows == next(rows for _, rows in early if rows)
+
+    # While the model is busy with another user's answer, the chat shows its sources and its place in line.
+    scheduler = services.copilot.llm.scheduler
+    busy = scheduler.enqueue("someone-else")
+    try:
+        assert busy.wait(30), "granted once the first answer's thought call (if running) ends"
+        job = client.submit("How is SPECTER trained?", [], [], False, False, api_name="/chat")
+        deadline = time.monotonic() + 60
+        waiting = None
+        while waiting is None and time.monotonic() < deadline:
+            waiting = next((out for out in job.outputs() if out[1] and "Waiting for the model" in
+                            _text(out[1][-1]["content"])), None)
+            time.sleep(0.2)
+        assert waiting is not None, "the answer's place in line is shown while it waits"
+        text = _text(waiting[1][-1]["content"])
+        assert "yours is next" in text and "**Sources**" in text and _rows(waiting[2])
+        assert "Waiting for the model" in waiting[4]
+        assert not job.done()
+    finally:
+        scheduler.release(busy)
+    job.result(timeout=120)
+    assert "On How is SPECTER trained" in _text(job.outputs()[-1][1][-1]["content"])
+
+
 def test_writing_and_ideas(app) -> None:  # noqa: ANN001
     url, services, _, root = app
     client = _client(url)

@@ -1,9 +1,10 @@
-"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``)."""
+"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -75,6 +76,57 @@ def scale(sizes: str, backend: str, database_url: str, as_json: bool, n_queries:
             rows.append(row)
             if as_json:
                 print(json.dumps(row), flush=True)
+    if not as_json:
+        print(markdown(rows))
+
+
+@bench.command(help="Many chat users at once on the four shared papers (see copilot/bench/latency.py).")
+@click.option("--users", default="1,5,10", show_default=True, help="Numbers of simultaneous users, comma-separated.")
+@click.option("--questions", "n_questions", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Questions each user asks, one after another.")
+@click.option("--budget", type=click.IntRange(min=100), default=None,
+              help="Context tokens per answer (default: COPILOT_CONTEXT_BUDGET_TOKENS).")
+@click.option("--answer-tokens", type=click.IntRange(min=16), default=None,
+              help="Cap on an answer (default: COPILOT_MAX_ANSWER_TOKENS).")
+@click.option("--thought-wait", "thought_wait_s", type=float, default=600.0, show_default=True,
+              help="Seconds to wait for the background thoughts after the last answer.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per number of users, one per line.")
+def latency(users: str, n_questions: int, budget: int | None, answer_tokens: int | None, thought_wait_s: float,
+            as_json: bool) -> None:
+    import tempfile
+
+    from copilot.bench.latency import build_library, json_row, markdown, run_users, summary
+    from copilot.config import apply_offline_defaults
+
+    try:
+        counts = [int(u) for u in users.split(",") if u.strip()]
+    except ValueError:
+        raise click.BadParameter(f"whole numbers separated by commas, not {users!r}", param_hint="--users") from None
+    if not counts or min(counts) < 1:
+        raise click.BadParameter("at least one user", param_hint="--users")
+    settings = Settings()
+    overrides = {k: v for k, v in (("context_budget_tokens", budget), ("max_answer_tokens", answer_tokens))
+                 if v is not None}
+    apply_offline_defaults(settings)
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="latency-") as tmp:
+        base = Path(tmp) / "library"
+        build_library(settings.model_copy(update={"data_dir": base}), log)
+        run_settings = settings.model_copy(update=overrides)
+        log(f"budget {run_settings.context_budget_tokens} tokens, answers up to {run_settings.max_answer_tokens} "
+            f"tokens, {run_settings.resolved_backend()} LLM")
+        for n in counts:
+            log(f"{n} user(s), {n_questions} question(s) each")
+            row = summary(run_users(base, n, n_questions, run_settings, thought_wait_s, log))
+            for message in row["error_messages"]:
+                log(f"  error: {message}")
+            rows.append(row)
+            if as_json:
+                print(json.dumps(json_row(row)), flush=True)
     if not as_json:
         print(markdown(rows))
 

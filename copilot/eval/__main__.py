@@ -79,7 +79,7 @@ table (unless --no-record). The LLM and embedder are the configured ones (COPILO
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample, the splits and clustering.")
 @click.option("--budget", default=None,
               help="Context tokens per answer, the same for every method of a task: N, or e.g. "
-                   "claims=500,synthesis=1000 (default: COPILOT_CONTEXT_BUDGET_TOKENS, 2000; --quick: 600).")
+                   "claims=500,synthesis=1000 (default: COPILOT_CONTEXT_BUDGET_TOKENS; --quick: 600).")
 @click.option("--top-k", type=click.IntRange(min=1), default=None, help="Items per context (default: COPILOT_TOP_K).")
 @click.option("--answer-tokens", type=click.IntRange(min=8), default=None,
               help="Cap on a generated answer (default 200; --quick: 96).")

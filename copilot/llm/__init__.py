@@ -11,18 +11,23 @@ import threading
 from copilot.config import Settings, get_settings
 from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, UsageCounter
 from copilot.llm.json_reply import NoJSONObject, extract_json_object
+from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, scheduling
 
 __all__ = [
     "ChatModel",
     "ChoiceProbe",
     "GenerationOptions",
     "LLMError",
+    "LLMScheduler",
     "Message",
     "NoJSONObject",
+    "Priority",
+    "Ticket",
     "UsageCounter",
     "build_llm",
     "extract_json_object",
     "get_llm",
+    "scheduling",
 ]
 
 _cache: dict[tuple, ChatModel] = {}
@@ -35,16 +40,21 @@ def build_llm(settings: Settings) -> ChatModel:
     if backend == "openai":
         from copilot.llm.openai_compat import OpenAICompatibleModel
 
-        return OpenAICompatibleModel(
+        model: ChatModel = OpenAICompatibleModel(
             base_url=settings.openai_base_url,
             api_key=settings.openai_api_key,
             model=settings.llm_model,
             timeout_s=settings.llm_timeout_s,
         )
+        model.scheduler = LLMScheduler(settings.llm_slots)  # an endpoint serves several requests at once
+        return model
     if backend == "hf":
         from copilot.llm.hf_inference import HFInferenceModel
 
-        return HFInferenceModel(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s)
+        model = HFInferenceModel(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s)
+        model.scheduler = LLMScheduler(settings.llm_slots)
+        return model
+    # One in-process model computes one call at a time: one slot (the ChatModel default).
     from copilot.llm.llamacpp import LlamaCppModel
 
     return LlamaCppModel(

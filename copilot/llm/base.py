@@ -2,7 +2,8 @@
 
 Messages go in (OpenAI-style ``{"role", "content"}`` dicts); text comes out whole or as a stream of pieces.
 Backends stay thin: they translate this call into their library's call and translate that library's
-failures into :class:`LLMError`, whose message tells a user what to change.
+failures into :class:`LLMError`, whose message tells a user what to change. Every call waits for a slot of
+the model's :class:`~copilot.llm.scheduler.LLMScheduler` (answers before background work, users in turn).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, current_caller
 
 Message = dict[str, str]
 
@@ -58,9 +61,10 @@ class ChatModel(ABC):
 
     name: str = "llm"
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int = 1) -> None:
         self.usage = UsageCounter()
         self._usage_lock = threading.Lock()
+        self.scheduler = LLMScheduler(slots)
 
     @abstractmethod
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
@@ -79,22 +83,39 @@ class ChatModel(ABC):
         stop: list[str] | None = None,
         probe: ChoiceProbe | None = None,
         grammar: str | None = None,
+        user: str | None = None,
+        priority: Priority | None = None,
+        ticket: Ticket | None = None,
     ) -> Iterator[str]:
-        """Stream the reply to ``messages`` piece by piece, counting the call and its tokens."""
+        """Stream the reply to ``messages`` piece by piece, counting the call and its tokens.
+
+        The call first waits for a slot of ``self.scheduler`` as ``user`` at ``priority`` (default: what
+        :func:`~copilot.llm.scheduler.scheduling` set here), unless the caller already holds ``ticket`` (it
+        waited itself, showing its place in line); the slot is released when the stream ends or is closed.
+        """
         options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop, probe=probe,
                                     grammar=grammar)
-        prompt_tokens = sum(self.count_tokens(m.get("content", "")) for m in messages)
+        if ticket is None:
+            default_user, default_priority = current_caller()
+            ticket = self.scheduler.enqueue(default_user if user is None else user,
+                                            default_priority if priority is None else priority)
         pieces: list[str] = []
+        counted = False
         try:
+            ticket.wait()
+            prompt_tokens = sum(self.count_tokens(m.get("content", "")) for m in messages)
+            counted = True
             for piece in self._stream(messages, options):
                 if piece:
                     pieces.append(piece)
                     yield piece
         finally:
-            with self._usage_lock:
-                self.usage.calls += 1
-                self.usage.prompt_tokens += prompt_tokens
-                self.usage.completion_tokens += self.count_tokens("".join(pieces)) if pieces else 0
+            self.scheduler.release(ticket)
+            if counted:
+                with self._usage_lock:
+                    self.usage.calls += 1
+                    self.usage.prompt_tokens += prompt_tokens
+                    self.usage.completion_tokens += self.count_tokens("".join(pieces)) if pieces else 0
 
     def chat(
         self,
@@ -105,10 +126,12 @@ class ChatModel(ABC):
         stop: list[str] | None = None,
         probe: ChoiceProbe | None = None,
         grammar: str | None = None,
+        user: str | None = None,
+        priority: Priority | None = None,
     ) -> str:
         """The whole reply to ``messages`` (``probe``, when given, is filled in where the backend can)."""
         return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
-                                   probe=probe, grammar=grammar))
+                                   probe=probe, grammar=grammar, user=user, priority=priority))
 
     def describe(self) -> str:
         """A short human-readable name for logs and the doctor."""

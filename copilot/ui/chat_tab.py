@@ -6,51 +6,42 @@ from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
 from copilot.engine import AskResult
 from copilot.limits import check_question
 from copilot.llm import LLMError
+from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui.context import AppContext, fail
 from copilot.ui.services import provenance_summary, retrieved_rows, source_line
 
 RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
 # Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
 RETRIEVED_WIDTHS = ["40px", "70px", "56px", "64px", "64px", "68px", "96px", "220px", "360px"]
-MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
 THOUGHT_WAIT_S = 90.0
+# Chat handlers that may run at once. A waiting answer holds a server thread but no CPU: it waits in the LLM
+# scheduler's line (answers first, users in turn) and shows its sources and place meanwhile, which Gradio's
+# own queue (default limit 2) could not. Thought-status checks only poll the database.
+CHAT_CONCURRENCY = 32
 
 
-def _about_user(ctx: AppContext, user: str, message: str, vector: np.ndarray
-                ) -> tuple[str | None, list[dict[str, Any]]]:
-    """The persona plus the user's memories this message calls for (the association score finds them)."""
-    from copilot.profile import persona_for_prompt
-
-    copilot = ctx.services.copilot
-    recalled = copilot.recall(message, user_id=user, k=3, query_vector=vector)
-    memories = [m for m in recalled if m["score"] >= MEMORY_MIN_SCORE][:2]
-    persona = persona_for_prompt(copilot.store, user)
-    parts = [persona[:300]] if persona else []
-    parts += [m["text"] for m in memories]
-    return (" ".join(parts) or None), memories
-
-
-def _remember_statements(ctx: AppContext, user: str, message: str) -> None:
-    """Keep what the user said about themselves in ``message``; past the memory limits, nothing more is kept."""
-    from copilot.limits import LimitExceeded
-    from copilot.profile import extract_self_statements
-
-    for statement in extract_self_statements(message):
-        try:
-            ctx.services.copilot.remember(statement, user_id=user)
-        except LimitExceeded:
-            continue  # too long, or the user keeps the most memories allowed: the answer stands without it
-
-
-def _answer_markdown(result: AskResult) -> str:
-    lines = [source_line(n, item) for n, item in enumerate(result.sources, start=1)]
+def _sources_markdown(items: list[RetrievedItem]) -> str:
+    lines = [source_line(n, item) for n, item in enumerate(items, start=1)]
     sources = "\n".join(f"- {line}" for line in lines) if lines else "- (no sources: the library is empty)"
-    return f"{result.answer}\n\n**Sources**\n{sources}"
+    return f"**Sources**\n{sources}"
+
+
+def _answer_markdown(answer: str, items: list[RetrievedItem]) -> str:
+    """The answer above its source list; the list is shown from the moment retrieval is done."""
+    return f"{answer}\n\n{_sources_markdown(items)}"
+
+
+def queue_text(position: QueuePosition) -> str:
+    """A waiting answer's place in line, in words."""
+    if position.ahead == 0:
+        who = "yours is next"
+    else:
+        who = f"{position.ahead} {'answer' if position.ahead == 1 else 'answers'} before yours"
+    return f"_Waiting for the model: {who} (about {max(1, round(position.estimate_s))} s)…_"
 
 
 def thought_text(outcome: dict[str, Any] | None) -> str:
@@ -107,37 +98,46 @@ def build(ctx: AppContext) -> dict[str, Any]:
         except ValueError as exc:
             raise fail(exc) from exc
         ctx.admit(user)
-        copilot = services.copilot
         try:
             visible = services.visible_paper_ids(user, scope or None)  # rejects papers that are not theirs
         except ValueError as exc:
             raise fail(exc) from exc
         if not visible:
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
-        vector = copilot.embedder.encode_query(message)  # embedded once: memories, then sources
-        about, memories = _about_user(ctx, user, message, vector)
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         yield "", shown, [], None, ""
         result: AskResult | None = None
+        items: list[RetrievedItem] = []
+        rows: list[list[Any]] = []
         try:
-            for update in copilot.ask_stream(message, user_id=user, paper_ids=list(scope) if scope else None,
-                                             include_public=use_public, share_thought=share, about_user=about,
-                                             query_vector=vector):
+            # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer.
+            for update in services.chat_stream(user, message, paper_ids=list(scope) if scope else None,
+                                               include_public=use_public, share_thought=share):
                 if isinstance(update, AskResult):
                     result = update
+                    continue
+                if isinstance(update, AnswerSources):
+                    items = update.items
+                    rows = _rows(items, update.memories)
+                    text, note = "", "Sources found; the answer comes next…"
+                elif isinstance(update, QueuePosition):
+                    text, note = queue_text(update), queue_text(update)
                 else:
-                    shown[-1] = {"role": "assistant", "content": update}
-                    yield "", shown, [], None, ""
+                    text, note = update, ""
+                shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
+                yield "", shown, rows, None, note
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc  # the typed question stays in the history above
         assert result is not None
-        _remember_statements(ctx, user, message)  # only from a message that was answered
-        shown[-1] = {"role": "assistant", "content": _answer_markdown(result)}
-        provenance = provenance_summary(services, [i.id for i in result.sources if i.kind == "thought"])
-        rows = retrieved_rows(result.sources, provenance)
+        shown[-1] = {"role": "assistant", "content": _answer_markdown(result.answer, result.sources)}
+        yield "", shown, rows, result.query_id, "Thought: being written in the background…"
+
+    def _rows(items: list[RetrievedItem], memories: list[dict[str, Any]]) -> list[list[Any]]:
+        provenance = provenance_summary(services, [i.id for i in items if i.kind == "thought"])
+        rows = retrieved_rows(items, provenance)
         rows += [["–", "memory", m["id"], None, None, m["score"], m["recalled_by"], "you said", m["text"][:160]]
                  for m in memories]
-        yield "", shown, rows, result.query_id, "Thought: being written in the background…"
+        return rows
 
     def thought_status(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """What became of the thought of answer ``query_id`` (waits briefly while it is being written)."""
@@ -176,10 +176,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     inputs = [message, chatbot, scope, use_public, share]
     outputs = [message, chatbot, retrieved, query_id, status]
-    chat_evt = message.submit(chat, inputs, outputs, api_name="chat")
-    chat_evt.then(thought_status, [query_id], [status], api_name="thought_status")
-    send.click(chat, inputs, outputs, api_visibility="private").then(
-        thought_status, [query_id], [status], api_visibility="private")
+    chat_evt = message.submit(chat, inputs, outputs, api_name="chat", concurrency_limit=CHAT_CONCURRENCY,
+                              concurrency_id="chat")
+    chat_evt.then(thought_status, [query_id], [status], api_name="thought_status",
+                  concurrency_limit=CHAT_CONCURRENCY, concurrency_id="thought_status")
+    send.click(chat, inputs, outputs, api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
+               concurrency_id="chat").then(
+        thought_status, [query_id], [status], api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
+        concurrency_id="thought_status")
     up.click(feedback_up, [query_id], [status], api_name="feedback_up")
     down.click(feedback_down, [query_id], [status], api_name="feedback_down")
     clear.click(lambda: ("", [], [], None, ""), None, outputs, api_name="clear")

@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError
+from copilot.llm import LLMError, scheduling
 from copilot.ui.context import AppContext, fail
 
 
@@ -28,7 +28,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         user = ctx.user(request, profile)
         ctx.admit(user)
         try:  # it checks the papers are this user's and falls back to their stored persona
-            result = trends_and_ideas(services.copilot, user_id=user, persona=None, paper_ids=paper_ids or None)
+            with scheduling(user):
+                result = trends_and_ideas(services.copilot, user_id=user, persona=None, paper_ids=paper_ids or None)
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc
         return result.to_markdown()

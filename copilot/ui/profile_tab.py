@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError
+from copilot.llm import LLMError, scheduling
 from copilot.ui.context import AppContext, fail
 
 MEMORY_HEADERS = ["id", "what you said", "when"]
@@ -60,9 +60,12 @@ def build(ctx: AppContext) -> dict[str, Any]:
         user = ctx.user(request, profile)
         if not (name or "").strip():
             raise gr.Error("Type an author's name first.")
+        ctx.admit(user, "search")  # an arXiv search first,
+        ctx.admit(user)  # then a model call
         try:
-            text = profile_from_author(services.copilot, name.strip(), user_id=user,
-                                       arxiv_client=services.library.arxiv)
+            with scheduling(user):
+                text = profile_from_author(services.copilot, name.strip(), user_id=user,
+                                           arxiv_client=services.library.arxiv)
             save_profile(services.copilot.store, user, text, "arxiv:" + name.strip())
         except (LLMError, ValueError, RuntimeError) as exc:
             raise fail(exc) from exc
@@ -75,8 +78,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
         user = ctx.user(request, profile)
         if not (text or "").strip():
             raise gr.Error("Paste some text about your research first.")
+        ctx.admit(user)
         try:
-            persona = profile_from_text(services.copilot, text, user_id=user)
+            with scheduling(user):
+                persona = profile_from_text(services.copilot, text, user_id=user)
             save_profile(services.copilot.store, user, persona, "text")
         except (LLMError, ValueError) as exc:
             raise fail(exc) from exc

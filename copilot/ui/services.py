@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from copilot.config import Settings
-from copilot.engine import Copilot
+from copilot.engine import AskResult, Copilot
 from copilot.storage import Store
-from copilot.types import PaperSummary, RetrievedItem
+from copilot.types import AnswerSources, PaperSummary, QueuePosition, RetrievedItem
 from ingest.library import Library
 from ingest.models import Progress, abs_url, no_progress
+
+MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
+
 
 def arxiv_url(paper_id: str | None) -> str | None:
     """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
@@ -152,6 +158,57 @@ class Services:
             raise ValueError(str(exc)) from exc
         return {"paper_id": result.paper_id, "chunks_removed": result.chunks_removed,
                 "thoughts_flagged": result.thoughts_flagged}
+
+    # ----- chat --------------------------------------------------------------------------------------
+
+    def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
+                    include_public: bool = False, share_thought: bool = False
+                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+        """One chat turn, as the Chat tab runs it: refused when the line for the model is full; embed the message
+        once (memories, then sources), personalise with the persona and recalled memories, then
+        :meth:`Copilot.ask_stream` (its :class:`AnswerSources` carries the recalled memories too); once it is
+        answered, keep what the user said about themselves."""
+        from copilot.limits import LimitExceeded
+        from copilot.llm import Priority
+
+        copilot = self.copilot
+        waiting = copilot.llm.scheduler.waiting(Priority.ANSWER)
+        if waiting >= self.settings.queue_size:
+            raise LimitExceeded(f"The demo is busy: {waiting} answers are waiting for the model. Please try again "
+                                "in a minute.")
+        vector = copilot.embedder.encode_query(message)
+        about, memories = self.about_user(user_id, message, vector)
+        for update in copilot.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
+                                         share_thought=share_thought, about_user=about, query_vector=vector):
+            if isinstance(update, AnswerSources):
+                update.memories = memories
+            elif isinstance(update, AskResult):
+                self.remember_statements(user_id, message)  # only from a message that was answered
+            yield update
+
+    def remember_statements(self, user_id: str, message: str) -> None:
+        """Keep what the user said about themselves in ``message``; past the memory limits (length, count),
+        nothing more is kept and the answer stands."""
+        from copilot.limits import LimitExceeded
+        from copilot.profile import extract_self_statements
+
+        for statement in extract_self_statements(message):
+            try:
+                self.copilot.remember(statement, user_id=user_id)
+            except LimitExceeded:
+                continue
+
+    def about_user(self, user_id: str, message: str, vector: np.ndarray) -> tuple[str | None, list[dict[str, Any]]]:
+        """The persona plus the user's memories this message calls for (the association score finds them)."""
+        from copilot.profile import persona_for_prompt
+
+        copilot = self.copilot
+        recalled = copilot.recall(message, user_id=user_id, k=3, query_vector=vector)
+        memories = [m for m in recalled if m["score"] >= MEMORY_MIN_SCORE][:2]
+        persona = persona_for_prompt(copilot.store, user_id)
+        parts = [persona[:300]] if persona else []
+        parts += [m["text"] for m in memories]
+        return (" ".join(parts) or None), memories
 
     # ----- thoughts ----------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError
+from copilot.llm import LLMError, scheduling
 from copilot.ui.context import AppContext, fail
 
 
@@ -83,7 +83,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
               "related": writing.draft_related_work}[kind]
         ctx.admit(user)
         try:
-            draft = fn(services.copilot, user_id=user, **kwargs)
+            with scheduling(user):  # its LLM calls take their turn among this user's
+                draft = fn(services.copilot, user_id=user, **kwargs)
         except (LLMError, ValueError, LookupError) as exc:
             raise fail(exc) from exc
         stem = f"{kind}-{kwargs.get('paper_id') or kwargs.get('title') or 'papers'}"

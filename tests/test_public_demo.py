@@ -239,3 +239,23 @@ def test_searches_per_minute(demo) -> None:  # noqa: ANN001
         client.predict("literature graph", "all", 5, api_name="/search_arxiv")
     rows, *_ = Client(url, verbose=False).predict("literature graph", "all", 5, api_name="/search_arxiv")
     assert _rows(rows)
+
+
+def test_a_full_line_tells_the_visitor_the_demo_is_busy(demo) -> None:  # noqa: ANN001
+    url, services, llm, _ = demo
+    scheduler = services.copilot.llm.scheduler
+    size = services.settings.queue_size
+    running = scheduler.enqueue("another-visitor")
+    assert running.wait(30)
+    waiting = [scheduler.enqueue(f"visitor-{i}") for i in range(size)]
+    try:
+        assert scheduler.waiting() == size
+        calls = len(llm.calls)
+        with pytest.raises(Exception, match=f"The demo is busy: {size} answers are waiting"):
+            Client(url, verbose=False).predict("What is S2ORC?", [], [], False, False, api_name="/chat")
+        assert len(llm.calls) == calls
+    finally:
+        for ticket in [running, *waiting]:
+            scheduler.release(ticket)
+    _, history, *_ = Client(url, verbose=False).predict("What is S2ORC?", [], [], False, False, api_name="/chat")
+    assert "**Sources**" in str(history[-1]["content"])

@@ -84,6 +84,48 @@ def reindex(data_dir: str | None, as_json: bool) -> None:
             click.echo(f"{kind}: {count} vectors")
 
 
+@cli.command(help="Copy the embedded instance (the SQLite data directory) into PostgreSQL with its ids, then check "
+             "the copy by rows per table and by sampled searches on both. Running it again adds only what is "
+             "missing.")
+@click.option("--to", "url", required=True, metavar="postgresql://…", help="The PostgreSQL database to copy into.")
+@click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
+@click.option("--batch", default=1000, show_default=True, type=click.IntRange(1, 100_000),
+              help="Rows read and written at a time.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the verdict line.")
+def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
+    from copilot.storage import StorageError, Store, StoreError
+    from copilot.storage.copy import copy_store
+    from copilot.storage.postgres import PostgresStore
+
+    settings = _settings(data_dir)
+    if url.split("://", 1)[0].split("+", 1)[0] not in ("postgresql", "postgres"):
+        raise click.UsageError("--to takes a postgresql:// URL")
+    if not settings.db_path.is_file():
+        raise StorageError(f"no embedded database at {settings.db_path}: pass the data directory with --data-dir")
+    options = Store.index_options_from(settings)
+
+    def progress(table: str, done: int, total: int) -> None:
+        click.echo(f"{table}: {done}/{total} rows", err=True)
+
+    with Store(settings.db_path, settings.index_dir, options) as source, \
+            PostgresStore(url, options, settings.database_pool_size) as target:
+        click.echo(f"copying {settings.db_path} into {target.where}", err=True)
+        try:
+            report = copy_store(source, target, batch=batch, progress=progress)
+        except StoreError as exc:
+            if isinstance(exc, StorageError):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    if not report.ok:
+        click.echo(f"error: {report.verdict()}", err=True)
+        sys.exit(1)
+    if not as_json:
+        click.echo(report.verdict())
+
+
 @cli.command(help="Ask a question about the library; answers cite their sources and grow the thought memory.")
 @click.argument("question")
 @click.option("--user", "user_id", default="local", show_default=True, help="Whose thoughts to use and grow.")

@@ -209,8 +209,8 @@ class ThoughtWorker:
         """``step``, or None when the store failed (logged; the job stays pending and is claimed again later)."""
         try:
             return step()
-        except Exception:  # noqa: BLE001 - a database that is away now: try again later
-            log.exception("a thought job could not be read or recorded")
+        except Exception as exc:  # noqa: BLE001 - a database that is away now: try again later
+            log.warning("a thought job could not be read or recorded: %s", exc)
             return None
 
 

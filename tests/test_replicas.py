@@ -33,37 +33,39 @@ WRITERS = 16
 
 
 def test_racing_writers_of_one_user_neither_lose_nor_duplicate_a_thought(open_store) -> None:  # noqa: ANN001
-    """16 threads, each with a store of its own (as 16 processes: their own connections and, on SQLite, their own
-    vector indices), write paraphrases of two thoughts for one user at the same moment: two thoughts, each with
-    the support of all eight writes that went into it."""
-    stores = [open_store() for _ in range(WRITERS)]
+    """20 threads, each with a store of its own (as 20 processes: their own connections and, on SQLite, their own
+    vector indices), write at the same moment: 16 paraphrases of two thoughts for ada, 4 of one for bob. Ada gets
+    two thoughts, each with the support of all eight writes that went into it; bob's stay his own."""
+    texts = [("ada", group, template.format(f"variant{i}")) for i in range(WRITERS // 2)
+             for group, template in GROUPS.items()]
+    texts += [("bob", "corpus", GROUPS["corpus"].format(f"variant{i}")) for i in range(4)]
+    stores = [open_store() for _ in texts]
     settings = Settings(min_confidence=0.3, relevance_weight=0.0, association=False)
     embedder = HashEmbedder()
-    texts = [(group, template.format(f"variant{i}")) for i in range(WRITERS // 2)
-             for group, template in GROUPS.items()]
     start = threading.Barrier(len(texts))
     outcomes: list = [None] * len(texts)
     items = [RetrievedItem("chunk", 10_000, "a source", 0.5)]
 
     def write(n: int) -> None:
-        _, text = texts[n]
+        user, _, text = texts[n]
         memory = ThoughtMemory(stores[n], embedder, ScriptedLLM(thoughts=[(f"thought: {text}\nanswered: yes",
                                                                               0.9)]), settings)
         start.wait()
-        outcomes[n] = memory.write(user_id="ada", question="q", answer="an answer [1]", items=items)
+        outcomes[n] = memory.write(user_id=user, question="q", answer="an answer [1]", items=items)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(len(texts))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(o.outcome for o in outcomes) == ["added"] * 2 + ["merged"] * (WRITERS - 2), outcomes
-    rows = [r for r in all_rows(stores[0], "thoughts") if r["user_id"] == "ada"]
-    assert len(rows) == 2, [r["text"] for r in rows]
-    assert sorted(r["support"] for r in rows) == [WRITERS // 2, WRITERS // 2]
-    by_group = {group: {o.thought_id for o, (g, _) in zip(outcomes, texts, strict=True) if g == group}
-                for group in GROUPS}
-    assert all(len(ids) == 1 for ids in by_group.values()) and by_group["corpus"] != by_group["graph"]
+    assert sorted(o.outcome for o in outcomes) == ["added"] * 3 + ["merged"] * (len(texts) - 3), outcomes
+    rows = all_rows(stores[0], "thoughts")
+    supports = sorted((r["user_id"], r["support"]) for r in rows)
+    assert supports == [("ada", WRITERS // 2), ("ada", WRITERS // 2), ("bob", 4)], [r["text"] for r in rows]
+    ids: dict[tuple[str, str], set[int]] = {}
+    for outcome, (user, group, _) in zip(outcomes, texts, strict=True):
+        ids.setdefault((user, group), set()).add(outcome.thought_id)
+    assert all(len(found) == 1 for found in ids.values()) and len(set.union(*ids.values())) == 3
     for store in stores:
         assert store.check_consistency()["thoughts"]
 
@@ -176,7 +178,8 @@ def test_two_replicas_share_papers_thoughts_and_feedback(replicas) -> None:  # n
 
 
 @pytest.mark.slow
-def test_a_replica_killed_after_answering_has_its_thought_written_by_another(replicas, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_replica_killed_after_answering_has_its_thought_written_by_another(replicas,  # noqa: ANN001
+                                                                              tmp_path: Path) -> None:
     marker = tmp_path / "thinking"
     a = replicas("a", hold_thoughts=marker)
     client_a = a.wait_ready()

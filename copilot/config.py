@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     relevance_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
                                     "the answer's measured relevance to its question (the rest is the LLM's own "
                                     "verdict probability); 0 = the LLM alone.")
+    thought_lease_s: float = Field(60.0, gt=0.0, description="A background thought job whose worker has not renewed "
+                                   "its claim for this many seconds (its replica died) is taken over by another.")
+    thought_poll_s: float = Field(15.0, gt=0.0, description="How often the web app looks in the database for thought "
+                                  "jobs that no live worker holds (left by a replica that died).")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
                                  "arXiv categories; 0 = off.")
 

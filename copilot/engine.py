@@ -5,15 +5,27 @@
 waits for the model in line (yielding its place while it waits), streams an answer with numbered citations
 and records the query. Thought writing is queued to a background worker whose LLM calls run at background
 priority, so they never go before anyone's answer; ``flush`` waits for the queue (tests, the CLI).
+
+The job of writing a thought lives in the database, not only in the worker's queue: the recorded query, 'pending'
+with its sources and share flag, is the job, claimed by the worker of the process that answered (renewed while
+it lives). The worker wakes on its own submissions at once; the web app's worker also claims, at start and every
+``COPILOT_THOUGHT_POLL_S``, the jobs whose claim ran out (``COPILOT_THOUGHT_LEASE_S``: their replica died after
+answering), so a thought is written even when the process that answered is gone, and written once.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import queue
+import secrets
+import socket
 import threading
 import time
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -25,8 +37,10 @@ from copilot.limits import check_memory, check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieve_mixture
 from copilot.storage import Store
-from copilot.thoughts import ThoughtMemory, ThoughtOutcome
-from copilot.types import AnswerSources, QueuePosition, RetrievedItem, VectorFilter
+from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
+from copilot.types import AnswerSources, QueuePosition, RetrievedItem, ThoughtJob, VectorFilter
+
+log = logging.getLogger(__name__)
 
 DEFAULT_USER = "local"
 QUEUE_POLL_S = 1.0  # how often a waiting answer re-reads its place in line
@@ -98,19 +112,39 @@ def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, ma
 
 
 class ThoughtWorker:
-    """One background thread that writes thoughts in order. Their LLM calls run at background priority
-    (``Copilot._write_thought``), so a thought never goes before a waiting answer."""
+    """One background thread that writes thoughts in order, from jobs kept in the database (the answered
+    queries). Their LLM calls run at background priority (``Copilot._write_thought``), so a thought never goes
+    before a waiting answer.
 
-    def __init__(self) -> None:
-        self._queue: queue.Queue = queue.Queue()
+    ``submit`` queues a job this process answered (already claimed by ``name``) and wakes the thread. While it
+    holds jobs, a second thread renews their claims every third of the lease. With ``adopt``, the thread also
+    claims, at start and every ``poll_s``, the oldest job nobody holds (a dead replica's), one between each of
+    its own.
+    """
+
+    def __init__(self, store: Store, write: Callable[[ThoughtJob], None], *, lease_s: float, poll_s: float,
+                 adopt: bool = False) -> None:
+        self.store = store
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.adopt = adopt
+        self._write = write
+        self._queue: queue.Queue[int] = queue.Queue()
+        self._held: set[int] = set()  # jobs claimed by this worker and not yet done
+        self._held_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="thought-writer", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._renew, name="thought-lease", daemon=True).start()
 
-    def submit(self, job) -> None:  # noqa: ANN001 - a callable with no arguments
-        self._queue.put(job)
+    def submit(self, query_id: int) -> None:
+        with self._held_lock:
+            self._held.add(query_id)
+        self._queue.put(query_id)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued thought is written; False if ``timeout`` passed first."""
+        """Wait until every submitted thought is written (or was taken over by another worker); False if
+        ``timeout`` passed first."""
         if timeout is None:
             self._queue.join()
             return True
@@ -122,28 +156,79 @@ class ThoughtWorker:
         return True
 
     def _run(self) -> None:
+        next_sweep = time.monotonic()
         while True:
-            job = self._queue.get()
+            if self.adopt and time.monotonic() >= next_sweep:
+                adopted = self._guarded(lambda: self.store.queries.claim_next(self.name, self.lease_s))
+                if adopted is not None:
+                    self._do(adopted)
+                # Another left-over job may wait right behind this one: look again after the next own job.
+                next_sweep = time.monotonic() + (0.0 if adopted is not None else self.poll_s)
             try:
-                job()
-            except Exception:  # noqa: BLE001 - a failed thought must not stop the worker
-                import logging
-
-                logging.getLogger(__name__).exception("thought writing failed")
+                wait = max(0.0, next_sweep - time.monotonic()) if self.adopt else None
+                query_id = self._queue.get(timeout=wait) if wait != 0.0 else self._queue.get_nowait()
+            except queue.Empty:
+                continue
+            try:
+                job = self._guarded(lambda: self.store.queries.claim(query_id, self.name, self.lease_s))
+                if job is not None:  # else written meanwhile, or taken over by another worker
+                    self._do(job)
             finally:
+                with self._held_lock:
+                    self._held.discard(query_id)
                 self._queue.task_done()
+
+    def _do(self, job: ThoughtJob) -> None:
+        with self._held_lock:
+            self._held.add(job.query_id)
+        try:
+            self._write(job)
+        except ThoughtTaken:
+            pass  # another worker wrote it first: nothing was stored twice
+        except Exception as exc:  # noqa: BLE001 - a failed thought must not stop the worker
+            log.exception("thought writing failed")
+            # Recorded as dropped, so the job is not retried for ever; if even that fails, the claim runs out and
+            # the job is claimed again later.
+            self._guarded(lambda: self.store.queries.record_outcome(
+                job.query_id, thought_id=None, outcome="dropped", reason=f"error: {exc}"[:300],
+                timings=job.timings, llm_calls=1))
+        finally:
+            with self._held_lock:
+                self._held.discard(job.query_id)
+
+    def _renew(self) -> None:
+        while True:
+            time.sleep(self.lease_s / 3)
+            with self._held_lock:
+                held = sorted(self._held)
+            if held:
+                self._guarded(lambda: self.store.queries.renew(held, self.name))
+
+    @staticmethod
+    def _guarded(step: Callable[[], Any]) -> Any:  # noqa: ANN401 - what ``step`` returns
+        """``step``, or None when the store failed (logged; the job stays pending and is claimed again later)."""
+        try:
+            return step()
+        except Exception as exc:  # noqa: BLE001 - a database that is away now: try again later
+            log.warning("a thought job could not be read or recorded: %s", exc)
+            return None
 
 
 class Copilot:
     """Questions in, cited answers out, thoughts remembered."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel, *,
+                 adopt_jobs: bool = False) -> None:
+        """``adopt_jobs``: the background worker also writes the thoughts other processes answered and left
+        (a replica of the web app; a command that asks one question leaves them to it)."""
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.llm = llm
         self.memory = ThoughtMemory(store, embedder, llm, settings)
-        self.worker = ThoughtWorker()
+        self._results: dict[int, tuple[AskResult, float]] = {}  # this process's answers whose thought is pending
+        self.worker = ThoughtWorker(store, self._write_thought, lease_s=settings.thought_lease_s,
+                                    poll_s=settings.thought_poll_s, adopt=adopt_jobs)
         self.association = None
         if settings.association:
             from copilot.association import AssociativeScorer, load_adapter
@@ -151,13 +236,14 @@ class Copilot:
             self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None))
 
     @classmethod
-    def open(cls, settings: Settings, *, store: Store | None = None) -> Copilot:
+    def open(cls, settings: Settings, *, store: Store | None = None, adopt_jobs: bool = False) -> Copilot:
         """The engine of ``settings``' data directory (the store first: an unusable database fails before the
         models load)."""
         from copilot.embeddings import get_embedder
         from copilot.llm import get_llm
 
-        return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings))
+        return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings),
+                   adopt_jobs=adopt_jobs)
 
     def flush(self, timeout: float | None = None) -> bool:
         return self.worker.flush(timeout)
@@ -215,10 +301,11 @@ class Copilot:
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
-        query_id = self._record(user_id, question, answer, items, timings)
+        query_id = self._record(user_id, question, answer, items, timings, share_thought)
         result = AskResult(query_id, question, answer, items, timings)
         if write_thought:
-            self.worker.submit(lambda: self._write_thought(result, user_id, share_thought, answered_at=t2))
+            self._results[query_id] = (result, t2)
+            self.worker.submit(query_id)
         else:
             result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
             result.timings["thought_ms"] = 0.0
@@ -244,23 +331,41 @@ class Copilot:
         return result
 
     def _record(self, user_id: str, question: str, answer: str, items: list[RetrievedItem],
-                timings: dict[str, float]) -> int:
+                timings: dict[str, float], share_thought: bool = False) -> int:
+        """The answered query, which is also the job of writing its thought (claimed by this worker)."""
         retrieved = [{"kind": i.kind, "id": i.id, "depth": i.depth, "confidence": i.confidence,
                       "score": round(i.score, 4), "paper_id": i.paper_id} for i in items]
-        return self.store.queries.add(user_id, question, answer, retrieved, timings)
+        return self.store.queries.add(user_id, question, answer, retrieved, timings, public=share_thought,
+                                      claim=self.worker.name)
 
-    def _write_thought(self, result: AskResult, user_id: str, public: bool = False,
-                       answered_at: float | None = None) -> None:
+    def _write_thought(self, job: ThoughtJob) -> None:
+        """Write the thought of one answered query, from its job (this process's answer, or one a replica that
+        died left); the outcome is recorded in the transaction that stores the thought."""
+        mine = self._results.pop(job.query_id, None)
         start = time.perf_counter()
-        with scheduling(user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
-            outcome = self.memory.write(user_id=user_id, question=result.question, answer=result.answer,
-                                        items=result.sources, public=public)
-        end = time.perf_counter()
-        result.timings["thought_ms"] = round(1000 * (end - start), 1)
-        if answered_at is not None:  # queued behind other thoughts and answers, then written
-            result.timings["thought_lag_ms"] = round(1000 * (end - answered_at), 1)
-        result.thought = outcome
-        self._record_outcome(result)
+        items = [RetrievedItem(r["kind"], int(r["id"]), "", float(r.get("score") or 0.0),
+                               depth=int(r.get("depth") or 0), confidence=r.get("confidence"),
+                               paper_id=r.get("paper_id")) for r in job.retrieved]
+        timings = dict(job.timings)
+
+        def finish(outcome: ThoughtOutcome) -> bool:
+            end = time.perf_counter()
+            timings["thought_ms"] = round(1000 * (end - start), 1)
+            if mine is not None:  # queued behind other thoughts and answers, then written
+                timings["thought_lag_ms"] = round(1000 * (end - mine[1]), 1)
+            elif job.created_at:
+                timings["thought_lag_ms"] = round(1000 * (time.time() - datetime.fromisoformat(job.created_at)
+                                                          .timestamp()), 1)
+            return self.store.queries.record_outcome(job.query_id, thought_id=outcome.thought_id,
+                                                     outcome=outcome.outcome, reason=outcome.reason, timings=timings,
+                                                     llm_calls=1 + outcome.llm_calls)
+
+        with scheduling(job.user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
+            outcome = self.memory.write(user_id=job.user_id, question=job.question, answer=job.answer, items=items,
+                                        public=job.public, finish=finish)
+        if mine is not None:
+            mine[0].timings.update(timings)
+            mine[0].thought = outcome
 
     def _record_outcome(self, result: AskResult) -> None:
         """Complete the query's record with its thought outcome, timings and LLM calls."""

@@ -5,11 +5,17 @@ whether the answer really answers. Meaningless thoughts are dropped (invalid, lo
 refusal, or a near copy of one source chunk); a thought close to a stored one is merged into it (support +1,
 confidence max, provenance union, the better text kept) instead of being stored twice. A stored thought
 records which chunks and thoughts it came from and its abstraction depth: 1 + the deepest of its sources.
+
+The merge check and the insert (or merge) are one write transaction, serialised per user (``Store.serialize``:
+an advisory lock on PostgreSQL; SQLite's write transactions run one at a time anyway), so writers racing on one
+user's memory, in any number of threads, processes or replicas, neither lose a thought nor store one twice. The
+answer's job is completed in that same transaction (``finish``), so a job two workers took never adds twice.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -47,6 +53,11 @@ MIN_THOUGHT_QUESTION_COSINE = 0.1
 # One clause that ends in a colon ("The answer to this question is:") announces knowledge it never gives.
 _LEAD_IN = re.compile(r"^[^.!?\n]{0,120}:\s*$")
 _CITATION = re.compile(r"\[(\d{1,2})\]")
+
+
+class ThoughtTaken(Exception):
+    """The answer's thought was written meanwhile by another worker (which took over its job); nothing was
+    stored."""
 
 
 @dataclass
@@ -160,20 +171,42 @@ class ThoughtMemory:
     # ----- writing -----------------------------------------------------------------------------------
 
     def write(self, *, user_id: str, question: str, answer: str, items: list[RetrievedItem],
-              public: bool = False) -> ThoughtOutcome:
-        """Distil, filter, merge or store the thought of one answered question."""
+              public: bool = False, finish: Callable[[ThoughtOutcome], bool] | None = None) -> ThoughtOutcome:
+        """Distil, filter, merge or store the thought of one answered question.
+
+        ``finish`` completes the answer's job with the outcome, inside the transaction that stores the thought (or
+        records a drop); when it returns False (the job was completed elsewhere) the transaction is rolled back
+        and :class:`ThoughtTaken` raised.
+        """
+        outcome, plan = self._decide(user_id, question, answer, items, public)
+        if plan is None and finish is None:
+            return outcome
+        with self.store.transaction():
+            if plan is not None:
+                self.store.serialize(f"copilot.thoughts.{user_id}")
+                outcome = self._store_thought(user_id, *plan, public=public, annotations=outcome)
+            if finish is not None and not finish(outcome):
+                raise ThoughtTaken("the thought of this answer was written by another worker")
+        return outcome
+
+    def _decide(self, user_id: str, question: str, answer: str, items: list[RetrievedItem], public: bool
+                ) -> tuple[ThoughtOutcome, tuple | None]:
+        """Everything before the store: the LLM call and the filters. (a drop, None), or (the outcome's
+        annotations, what to store)."""
         if _REFUSAL.search(answer) or not answer.strip():
-            return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell")
+            return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell"), None
         if not items:
             # Nothing was retrieved (an empty library, say): the answer is the model's own recollection, and a
             # thought made of it would be remembered and cited later as if it had sources.
-            return ThoughtOutcome("dropped", "ungrounded: nothing was retrieved, so the answer rests on no source")
+            return (ThoughtOutcome("dropped", "ungrounded: nothing was retrieved, so the answer rests on no source"),
+                    None)
         try:
             distilled = distill(self.llm, question, answer)
         except LLMError as exc:
-            return ThoughtOutcome("dropped", f"llm_error: {exc}", llm_calls=1)
+            return ThoughtOutcome("dropped", f"llm_error: {exc}", llm_calls=1), None
         if distilled is None:
-            return ThoughtOutcome("dropped", "unusable_reply: no thought could be read from the reply", llm_calls=1)
+            return (ThoughtOutcome("dropped", "unusable_reply: no thought could be read from the reply",
+                                   llm_calls=1), None)
         model_confidence = distilled.confidence
         relevance = question_vector = None
         if self.settings.relevance_weight > 0:
@@ -181,39 +214,49 @@ class ThoughtMemory:
             question_vector, answer_vector = self.embedder.encode_documents([question, answer])
             relevance = relevance_probability(float(question_vector @ answer_vector))
             distilled.confidence = combined_confidence(model_confidence, relevance, self.settings.relevance_weight)
-        outcome = self._filter_and_store(user_id, distilled, answer, items, public, question_vector)
+        outcome, plan = self._filter(distilled, answer, items, question_vector)
         outcome.model_confidence = round(model_confidence, 3)
         outcome.relevance = None if relevance is None else round(relevance, 3)
         outcome.llm_calls = 1
-        return outcome
+        return outcome, plan
 
-    def _filter_and_store(self, user_id: str, distilled: Distilled, answer: str, items: list[RetrievedItem],
-                          public: bool, question_vector: np.ndarray | None = None) -> ThoughtOutcome:
+    def _filter(self, distilled: Distilled, answer: str, items: list[RetrievedItem],
+                question_vector: np.ndarray | None = None) -> tuple[ThoughtOutcome, tuple | None]:
+        """(a drop, None) or (a blank outcome for the annotations, (text, vector, confidence, sources))."""
         text, confidence = distilled.thought, distilled.confidence
         base = {"text": text, "confidence": round(confidence, 3)}
         if not distilled.valid:
-            return ThoughtOutcome("dropped", "invalid: the answer does not really answer", **base)
+            return ThoughtOutcome("dropped", "invalid: the answer does not really answer", **base), None
         if confidence < self.settings.min_confidence:
             return ThoughtOutcome("dropped", f"low_confidence: {confidence:.2f} < {self.settings.min_confidence}",
-                                  **base)
+                                  **base), None
         if (len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text)
                 or _LEAD_IN.match(text.strip())):
-            return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base)
+            return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base), None
         vector = self.embedder.encode_documents([text])[0]
         if question_vector is not None and float(question_vector @ vector) < MIN_THOUGHT_QUESTION_COSINE:
-            return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base)
+            return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base), None
         sources = cited_items(answer, items)
         chunk_vectors = self.store.chunks.vectors([s.id for s in sources if s.kind == "chunk"])
         if len(chunk_vectors) and float(np.max(chunk_vectors @ vector)) > self.settings.restatement_threshold:
-            return ThoughtOutcome("dropped", "restatement: the thought only repeats one source chunk", **base)
+            return ThoughtOutcome("dropped", "restatement: the thought only repeats one source chunk", **base), None
+        return ThoughtOutcome("added", **base), (text, vector, confidence, sources)
+
+    def _store_thought(self, user_id: str, text: str, vector: np.ndarray, confidence: float,
+                       sources: list[RetrievedItem], *, public: bool, annotations: ThoughtOutcome) -> ThoughtOutcome:
+        """The merge check, then the merge or the insert (inside the caller's transaction, under the user's lock)."""
         target = self._merge_target(user_id, vector)
         if target is not None:
             # A thought rebuilt from the very thought it merges into adds no abstraction level.
             others = [s for s in sources if not (s.kind == "thought" and s.id == target.id)]
-            return self._merge(target, text, vector, confidence, 1 + max((s.depth for s in others), default=0),
-                               sources)
-        return self._add(user_id, text, vector, confidence, 1 + max((s.depth for s in sources), default=0),
-                         sources, public)
+            outcome = self._merge(target, text, vector, confidence, 1 + max((s.depth for s in others), default=0),
+                                  sources)
+        else:
+            outcome = self._add(user_id, text, vector, confidence, 1 + max((s.depth for s in sources), default=0),
+                                sources, public)
+        outcome.model_confidence, outcome.relevance = annotations.model_confidence, annotations.relevance
+        outcome.llm_calls = annotations.llm_calls
+        return outcome
 
     def _merge_target(self, user_id: str, vector: np.ndarray) -> Thought | None:
         """The user's stored thought closest to ``vector``, if closer than the merge threshold."""

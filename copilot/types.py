@@ -267,6 +267,24 @@ class Query:
     timings: dict[str, float]
     llm_calls: int | None
     created_at: str | None
+    thought_public: int | None = None  # the thought goes to the public pool
+    thought_claim: str | None = None  # the worker writing the thought, while it is pending
+    thought_claimed_at: float | None = None  # when that worker last renewed its claim (seconds since the epoch)
+
+
+@dataclass
+class ThoughtJob:
+    """Writing the thought of one answered query: everything the thought needs, read back from the query's row,
+    so any replica can do it."""
+
+    query_id: int
+    user_id: str
+    question: str
+    answer: str
+    retrieved: list[dict[str, Any]]  # the sources the answer was built from, in their order
+    public: bool
+    timings: dict[str, float]
+    created_at: str | None
 
 
 @dataclass

@@ -199,3 +199,15 @@ def m005_usage_events(db: Database) -> None:
     """One row per counted action of a user (a question, a paper added from arXiv), for per-user limits."""
     db["usage_events"].create({"id": int, "user_id": str, "action": str, "at": str}, pk="id", if_not_exists=True)
     db["usage_events"].create_index(["user_id", "action", "at"], if_not_exists=True)
+
+
+@migration
+def m006_thought_jobs(db: Database) -> None:
+    """An answered query whose thought is 'pending' is the job of writing it: the share flag it was asked with,
+    and which worker claimed it when (a lease, renewed while that worker lives), so another replica takes over
+    the job of one that died."""
+    queries = db["queries"]
+    for column, kind in (("thought_public", int), ("thought_claim", str), ("thought_claimed_at", float)):
+        if column not in queries.columns_dict:
+            queries.add_column(column, kind)
+    db.execute("CREATE INDEX IF NOT EXISTS queries_thought_pending ON queries (id) WHERE thought_outcome = 'pending'")

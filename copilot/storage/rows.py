@@ -50,10 +50,13 @@ class Dialect:
 
     name: str
     embedding_bytes: str  # bytes of a row's embedding, as an expression over its ``embedding`` column
+    skip_locked: str  # ends a SELECT that claims rows: rows another transaction holds are passed over
 
 
-SQLITE = Dialect("sqlite", embedding_bytes="LENGTH(embedding)")
-POSTGRESQL = Dialect("postgresql", embedding_bytes="(vector_dims(embedding) * 4)")
+# SQLite has no row locks: its write transactions (BEGIN IMMEDIATE) already run one at a time.
+SQLITE = Dialect("sqlite", embedding_bytes="LENGTH(embedding)", skip_locked="")
+POSTGRESQL = Dialect("postgresql", embedding_bytes="(vector_dims(embedding) * 4)",
+                     skip_locked=" FOR UPDATE SKIP LOCKED")
 
 
 def marks(values: Sequence[Any]) -> str:

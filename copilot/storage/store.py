@@ -126,6 +126,7 @@ class Store:
         self._logs: dict[str, IndexLog] = {}
         self._depth = 0
         self._after_commit: list = []
+        self._written: set[str] = set()  # vector tables the open write transaction has changed
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             index_dir.mkdir(parents=True, exist_ok=True)
@@ -214,14 +215,17 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
             self._after_commit = []
+            self._written = set()
             try:
                 yield self.conn
             except BaseException:
                 self._depth = 0
                 self.conn.execute("ROLLBACK")
                 self._after_commit = []
+                self._written = set()
                 raise
             self._depth = 0
+            self._written = set()
             self.conn.execute("COMMIT")
             pending, self._after_commit = self._after_commit, []
             for apply in pending:
@@ -351,6 +355,7 @@ class Store:
     def _queue(self, kind: str, generation: int, changes: list, dim: int | None = None) -> None:
         """Run ``_apply`` once the enclosing transaction has committed (called inside it, after the bump)."""
         token = self._token(kind)
+        self._written.add(kind)
         self._after_commit.append(lambda: self._apply(kind, generation, changes, dim, token))
 
     def _apply(self, kind: str, generation: int, changes: list, dim: int | None = None,
@@ -391,13 +396,15 @@ class Store:
     def index(self, kind: str) -> VectorIndex | None:
         """The index of ``kind`` matching the database now (loaded, caught up, or rebuilt); None when empty.
 
-        Inside a write transaction it is the index as of the last commit.
+        Inside a write transaction it is the index as of the last commit: of any process, caught up first while
+        the transaction has not changed ``kind`` itself (the write lock is held, so nothing can commit meanwhile
+        and a check-then-write such as a thought's merge check sees every committed row), else this process's.
         """
         _check_kind(kind)
         with self._lock:
             loaded_gen, index = self._indices.get(kind, (-1, None))
-            if self._depth > 0:
-                # Inside a write transaction the database holds uncommitted rows: keep the last committed index.
+            if self._depth > 0 and kind in self._written:
+                # The database holds this transaction's uncommitted rows: keep the last committed index.
                 return index
             current = self.generation(kind)
             if loaded_gen == current:
@@ -416,7 +423,9 @@ class Store:
     def _load_or_rebuild(self, kind: str) -> VectorIndex | None:
         # Read the generation and the rows in one snapshot so the label matches the content.
         log = self._log(kind)
-        self.conn.execute("BEGIN")
+        inside = self.conn.in_transaction  # a write transaction's snapshot is one already
+        if not inside:
+            self.conn.execute("BEGIN")
         try:
             generation, token = self.generation(kind), self._token(kind)
             log.clean_leftovers()
@@ -431,7 +440,8 @@ class Store:
                     index.token = token
                     log.write_snapshot(index, generation)
         finally:
-            self.conn.execute("COMMIT")
+            if not inside:
+                self.conn.execute("COMMIT")
         self._indices[kind] = (generation, index)
         return index
 

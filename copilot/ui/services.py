@@ -58,7 +58,7 @@ class Services:
         store = self.store
         with self._lock:
             if self._copilot is None:
-                self._copilot = Copilot.open(self.settings, store=store)
+                self._copilot = Copilot.open(self.settings, store=store, adopt_jobs=True)
             return self._copilot
 
     @property

@@ -46,6 +46,7 @@ from copilot.storage.store import (
     StoreError,
     _check_kind,
     attach_repositories,
+    checked_batch,
     filter_sql,
 )
 from copilot.storage.vectors import IndexOptions
@@ -386,14 +387,9 @@ class PostgresStore:
     def insert_with_vectors(self, kind: str, records: Sequence[dict[str, Any]], vectors: np.ndarray) -> list[int]:
         """Insert ``records`` with their embeddings in one transaction."""
         _check_kind(kind)
-        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(records), -1) if records else vectors
-        if len(records) != len(vectors):
-            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        vectors, columns = checked_batch(records, vectors)
         if not records:
             return []
-        columns = list(records[0].keys())
-        if any(list(r.keys()) != columns for r in records):
-            raise StoreError("all records of one insert must have the same fields")
         names = ", ".join([*columns, "embedding"])
         sql = f"INSERT INTO {kind} ({names}) VALUES ({', '.join(['%s'] * (len(columns) + 1))}) RETURNING id"
         rows = [[*(record[c] for c in columns), vector] for record, vector in zip(records, vectors, strict=True)]

@@ -111,6 +111,18 @@ def attach_repositories(store: Any) -> None:  # noqa: ANN401 - a Store of either
     store.usage = UsageRepository(store)
 
 
+def checked_batch(records: Sequence[dict[str, Any]], vectors: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``vectors`` as float32 rows, one per record, and the columns every record has; :class:`StoreError` when
+    they do not pair up or the records differ in their fields."""
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(records), -1) if records else vectors
+    if len(records) != len(vectors):
+        raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+    columns = list(records[0].keys()) if records else []
+    if any(list(r.keys()) != columns for r in records):
+        raise StoreError("all records of one insert must have the same fields")
+    return vectors, columns
+
+
 class Store:
     """Records and vectors of one data directory."""
 
@@ -259,14 +271,9 @@ class Store:
     ) -> list[int]:
         """Insert ``records`` with their embeddings in one transaction, then update the index."""
         _check_kind(kind)
-        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(records), -1) if records else vectors
-        if len(records) != len(vectors):
-            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        vectors, columns = checked_batch(records, vectors)
         if not records:
             return []
-        columns = list(records[0].keys())
-        if any(list(r.keys()) != columns for r in records):
-            raise StoreError("all records of one insert must have the same fields")
         self._check_dimension(kind, vectors.shape[1])
         names = ", ".join([*columns, "embedding"])
         marks = ", ".join("?" * (len(columns) + 1))

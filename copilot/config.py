@@ -112,6 +112,8 @@ class Settings(BaseSettings):
     index_delta_fraction: float = Field(0.05, gt=0.0, le=10.0, description="The index snapshot is rewritten when "
                                         "its append-only delta passes this fraction of its size.")
 
+    pdf_max_pages: int = Field(300, ge=1, description="Most pages a PDF may have; a longer one is refused before its "
+                               "pages are read.")
     pdf_min_text_pages: float = Field(0.5, ge=0.0, le=1.0, description="Share of a PDF's pages that must yield "
                                       "text; a PDF with fewer (mostly scanned, or damaged) is refused.")
 

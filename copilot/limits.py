@@ -59,12 +59,15 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
                             f"({settings.questions_per_minute}): wait a moment and ask again.")
 
 
-def admit_search(store: Store, settings: Settings, user_id: str) -> None:
-    """Count one arXiv search of ``user_id``, unless they already ran the most allowed this minute."""
-    used = store.usage.admit(user_id, "search", limit=settings.searches_per_minute, window_s=60)
+def admit_search(store: Store, settings: Settings, user_id: str, n: int = 1) -> None:
+    """Count ``n`` arXiv requests of ``user_id`` (searches, look-ups of typed ids, a refresh's categories), unless
+    that passes the most allowed per minute."""
+    if n <= 0:
+        return
+    used = store.usage.admit(user_id, "search", limit=settings.searches_per_minute, window_s=60, amount=n)
     if used is not None:
-        raise LimitExceeded(f"You ran {used} arXiv searches in the last minute, the most allowed "
-                            f"({settings.searches_per_minute}): wait a moment and search again.")
+        raise LimitExceeded(f"That takes {n} arXiv request(s) and you ran {used} in the last minute; the most "
+                            f"allowed is {settings.searches_per_minute}: wait a moment and try again.")
 
 
 def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> None:
@@ -78,9 +81,14 @@ def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> 
                             f"({used} used in the last 24 hours): add fewer, or come back tomorrow.")
 
 
+def arxiv_additions_left(store: Store, settings: Settings, user_id: str) -> int:
+    """How many more arXiv papers ``user_id`` may add in the current 24 hours."""
+    return max(0, settings.max_arxiv_adds_per_day - store.usage.count_since(user_id, "arxiv_add", 24 * 3600))
+
+
 def arxiv_allowance_left(store: Store, settings: Settings, user_id: str) -> int:
     """How many more arXiv papers ``user_id`` may add today (a refresh stops there); refused at none."""
-    left = settings.max_arxiv_adds_per_day - store.usage.count_since(user_id, "arxiv_add", 24 * 3600)
+    left = arxiv_additions_left(store, settings, user_id)
     if left <= 0:
         raise LimitExceeded(f"You added {settings.max_arxiv_adds_per_day} arXiv papers in the last 24 hours, your "
                             "daily allowance: come back tomorrow.")

@@ -191,7 +191,8 @@ class Library:
         start = time.perf_counter()
         progress(0.1, "Parsing the PDF")
         settings = self._settings or Settings.model_construct()
-        parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages)
+        parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages,
+                           max_pages=settings.pdf_max_pages)
         seconds["parse"] = time.perf_counter() - start
 
         start = time.perf_counter()

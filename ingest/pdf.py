@@ -161,19 +161,21 @@ class _Page:
 # Public entry point
 
 
-def parse_pdf(source: Path | bytes, *, name: str | None = None, min_text_pages: float = 0.5) -> ParsedPaper:
+def parse_pdf(source: Path | bytes, *, name: str | None = None, min_text_pages: float = 0.5,
+              max_pages: int | None = None) -> ParsedPaper:
     """Parse a paper's PDF (a path or its bytes) into clean text, title, abstract, sections and references.
 
     ``name`` is how messages refer to the file (defaults to the file name). Raises :class:`PDFError`
     when the input is not a usable PDF: missing, empty, not a PDF, encrypted, damaged (a page unreadable or
-    emptied by repair), or with text on fewer than ``min_text_pages`` of its pages (a scan).
+    emptied by repair), with text on fewer than ``min_text_pages`` of its pages (a scan), or longer than
+    ``max_pages`` (checked before any page is read).
     """
     label = _label(source, name)
     data = _read_source(source, label)
     _check_is_pdf(data, label)
     warnings: list[str] = []
     with _quiet_mupdf():
-        document = _read_document(data, label, warnings)
+        document = _read_document(data, label, warnings, max_pages)
     _check_has_text(document, label, warnings, min_text_pages)
     return _Assembler(document.pages, document.n_pages, document.metadata_title, label, warnings).run()
 
@@ -248,7 +250,7 @@ class _Document:
     repaired: bool
 
 
-def _read_document(data: bytes, label: str, warnings: list[str]) -> _Document:
+def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int | None = None) -> _Document:
     """Open the PDF and read every page's lines; pages PyMuPDF cannot read are skipped with a warning."""
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
@@ -259,6 +261,9 @@ def _read_document(data: bytes, label: str, warnings: list[str]) -> _Document:
             raise PDFError(f"{label} is encrypted; remove the password and upload again")
         if doc.page_count == 0:
             raise PDFError(f"{label} is damaged or truncated: no page could be read; download it again")
+        if max_pages is not None and doc.page_count > max_pages:
+            raise PDFError(f"{label} has {doc.page_count} pages, more than the {max_pages} a paper may have here "
+                           "(COPILOT_PDF_MAX_PAGES): split it or upload the part you need")
         if doc.is_repaired:
             warnings.append(f"{label} is damaged (truncated?) and was repaired; some content may be missing")
         pages: list[_Page] = []

@@ -75,5 +75,10 @@ def test_middleware_issues_keeps_and_replaces_cookies() -> None:
     fresh = refused.headers["set-cookie"].split(";")[0].split("=", 1)[1]
     assert tokens.is_valid(fresh) and tokens.user_id(fresh) != first.text
 
+    # Other cookies in odd shapes do not hide the token from the middleware (it reads them as the handlers do).
+    odd = TestClient(_app(tokens), cookies={"x": '{"a":1}', "y": "bar baz", COOKIE: client.cookies[COOKIE]})
+    kept = odd.get("/")
+    assert kept.text == first.text and "set-cookie" not in kept.headers
+
     https = TestClient(_app(tokens), base_url="https://demo.example").get("/")
     assert "secure" in https.headers["set-cookie"].lower() and "samesite=none" in https.headers["set-cookie"].lower()

@@ -513,3 +513,11 @@ def test_aaai_paper_with_unnumbered_headings() -> None:
     assert "arXiv:2202.00535" not in paper.text  # the stamp in the margin
     assert 50 <= len(paper.references) <= 62
     assert not any("is available in" in r for r in paper.references)
+
+
+def test_a_pdf_longer_than_the_page_limit_is_refused_before_its_pages_are_read() -> None:
+    path = PAPERS / "N18-3011.pdf"
+    pages = pymupdf.open(path).page_count
+    with pytest.raises(PDFError, match=f"N18-3011.pdf has {pages} pages, more than the {pages - 1}"):
+        parse_pdf(path, max_pages=pages - 1)
+    assert parse_pdf(path, max_pages=pages).title

@@ -165,8 +165,11 @@ def test_typed_arxiv_ids_are_added_through_the_api_within_the_daily_allowance(de
     client = Client(url, verbose=False)  # no search first: the ids are typed
     notice, papers = client.predict(["2301.00001"], api_name="/add_arxiv")
     assert "2301.00001: added" in notice and "2301.00001" in [r[0] for r in _rows(papers)]
-    with pytest.raises(Exception, match="daily allowance of 1 arXiv additions"):
+    with pytest.raises(Exception, match="1 new papers is more than the 0 arXiv additions you have left today"):
         client.predict(["2301.00002"], api_name="/add_arxiv")
+    # A long list is refused before any arXiv look-up: it would hold the shared client for everyone.
+    with pytest.raises(Exception, match="50 new papers is more than the 0 arXiv additions you have left"):
+        client.predict([f"2301.{i:05d}" for i in range(10, 60)], api_name="/add_arxiv")
     # A paper already in the library costs nothing.
     notice, _ = client.predict(["2301.00001"], api_name="/add_arxiv")
     assert "already in your library" in notice
@@ -230,12 +233,20 @@ def test_memory_limits(demo) -> None:  # noqa: ANN001
     assert history and len(_rows(client.predict(api_name="/list_memories"))) == 3
 
 
+def test_related_work_input_is_bounded(demo) -> None:  # noqa: ANN001
+    url, _, llm, _ = demo
+    calls = len(llm.calls)
+    with pytest.raises(Exception, match="limited to 500 characters together"):
+        Client(url, verbose=False).predict("A title", "An abstract. " * 60, [], False, api_name="/draft_related")
+    assert len(llm.calls) == calls
+
+
 def test_searches_per_minute(demo) -> None:  # noqa: ANN001
     url, *_ = demo
     client = Client(url, verbose=False)
     for _ in range(2):
         client.predict("literature graph", "all", 5, api_name="/search_arxiv")
-    with pytest.raises(Exception, match="2 arXiv searches in the last minute"):
+    with pytest.raises(Exception, match="you ran 2 in the last minute; the most allowed is 2"):
         client.predict("literature graph", "all", 5, api_name="/search_arxiv")
     rows, *_ = Client(url, verbose=False).predict("literature graph", "all", 5, api_name="/search_arxiv")
     assert _rows(rows)

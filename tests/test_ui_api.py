@@ -225,7 +225,7 @@ def test_profile_and_memories(app) -> None:  # noqa: ANN001
 def test_model_info(app) -> None:  # noqa: ANN001
     url, *_ = app
     info = _client(url).predict(api_name="/model_info")
-    assert info["backend"] == "local"
+    assert info["backend"] == "local" and "data_dir" not in info, "visitors of a shared instance see no paths"
 
 
 def test_two_users_never_see_each_other(app) -> None:  # noqa: ANN001

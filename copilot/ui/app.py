@@ -91,8 +91,11 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         demo.load(paper_pickers, None, pickers, api_visibility="private")
 
         def model_info() -> dict:
-            """Which LLM backend and model answer, and where this instance keeps its data."""
-            return describe_model(settings)
+            """Which LLM backend and model answer (and, on a single-user instance, where it keeps its data)."""
+            info = describe_model(settings)
+            if ctx.mode != "single":
+                info.pop("data_dir")  # visitors of a shared instance need not know its file system
+            return info
 
         gr.api(model_info, api_name="model_info")
     return demo
@@ -121,6 +124,9 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
         app_kwargs["middleware"] = [Middleware(GuestCookieMiddleware, tokens=tokens)]
     kwargs.setdefault("server_name", settings.host)
     kwargs.setdefault("server_port", settings.port)
+    # Chats waiting in the model's line and thought-status checks hold a server thread each (up to 32 of each at
+    # once): enough threads that page loads and other actions never wait behind them.
+    kwargs.setdefault("max_threads", 100)
     return demo.queue(default_concurrency_limit=2, max_size=settings.queue_size).launch(
         max_file_size=f"{settings.max_upload_mb}mb",
         app_kwargs=app_kwargs,

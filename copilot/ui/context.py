@@ -41,16 +41,19 @@ class AppContext:
         """One person owns this instance: they may also remove shared arXiv papers, and no quota applies."""
         return self.mode == "single"
 
-    def admit(self, user_id: str, action: str = "question") -> None:
-        """Count one request of ``user_id`` against its per-minute limit on an instance that serves several people:
-        a model request (a question, a draft, ideas) or an arXiv ``search``; over it, a one-line error."""
+    def admit(self, user_id: str, action: str = "question", n: int = 1) -> None:
+        """Count a request of ``user_id`` against its per-minute limit on an instance that serves several people:
+        a model request (a question, a draft, ideas) or ``n`` arXiv requests (``search``); over it, a one-line
+        error."""
         if self.single_user:
             return
         from copilot.limits import LimitExceeded, admit_question, admit_search
 
-        check = admit_search if action == "search" else admit_question
         try:
-            check(self.services.store, self.settings, user_id)
+            if action == "search":
+                admit_search(self.services.store, self.settings, user_id, n)
+            else:
+                admit_question(self.services.store, self.settings, user_id)
         except LimitExceeded as exc:
             raise fail(exc) from exc
 

@@ -95,14 +95,15 @@ class GuestTokens:
 
 
 def _cookies(scope: dict[str, Any]) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
+    """The request's cookies, read by the parser the request handlers use (Starlette's), so that both see the same
+    token whatever other cookies a header carries."""
+    from starlette.requests import cookie_parser
+
+    found: dict[str, str] = {}
     for name, value in scope.get("headers", []):
         if name == b"cookie":
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # noqa: BLE001 - a malformed cookie header counts as no cookie
-                continue
-    return {key: morsel.value for key, morsel in jar.items()}
+            found |= cookie_parser(value.decode("latin-1"))
+    return found
 
 
 def _is_https(scope: dict[str, Any]) -> bool:

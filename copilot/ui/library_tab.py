@@ -127,12 +127,21 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         return rows, gr.update(choices=choices, value=[]), [asdict(h) for h in hits], f"{len(hits)} papers found."
 
     def add_papers(refs: list[str], found: list[dict], user: str, progress: Any) -> tuple[str, list[list[Any]]]:  # noqa: ANN401
+        from copilot.limits import arxiv_additions_left
         from ingest.models import PaperMetadata
 
-        ids = [r.strip() for r in (refs or []) if r and r.strip()]
+        ids = list(dict.fromkeys(r.strip() for r in (refs or []) if r and r.strip()))
         if not ids:
             raise gr.Error("Choose papers from the search results (or give arXiv ids) first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
+        if not ctx.single_user:  # before any look-up: a long list would hold the shared arXiv client
+            store = services.store
+            new = [ref for ref in ids if not store.papers.exists(ref)]
+            left = arxiv_additions_left(store, ctx.settings, user)
+            if len(new) > left:
+                raise gr.Error(f"{len(new)} new papers is more than the {left} arXiv additions you have left today: "
+                               "add fewer, or come back tomorrow.")
+            ctx.admit(user, "search", sum(ref not in known for ref in new))
         try:
             report = services.add_arxiv(ids, user, known, lambda fraction, message: progress(fraction, desc=message),
                                         quotas=not ctx.single_user)
@@ -209,6 +218,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
                 allowance = arxiv_allowance_left(store, ctx.settings, user)
             except ValueError as exc:
                 raise fail(exc) from exc
+            ctx.admit(user, "search", len(cats))  # one arXiv query per followed category
         result = refresh_categories(services.library, cats, user_id=user, max_added=allowance,
                                     progress=lambda fraction, message: progress(fraction, desc=message))
         if allowance is not None:

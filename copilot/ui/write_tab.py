@@ -121,6 +121,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         user = ctx.user(request, profile)
         if not (title or "").strip() or not (abstract or "").strip():
             raise gr.Error("Give your paper's title and abstract first.")
+        if len(title) + len(abstract) > ctx.settings.max_question_chars:
+            raise gr.Error(f"The title and abstract are limited to {ctx.settings.max_question_chars:,} characters "
+                           f"together (these have {len(title) + len(abstract):,}): shorten the abstract.")
+        if use_arxiv:
+            ctx.admit(user, "search")
         try:
             services.visible_paper_ids(user, paper_ids or None)
         except ValueError as exc:

@@ -93,12 +93,14 @@ def reindex(data_dir: str | None, as_json: bool) -> None:
               help="Rows read and written at a time.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the verdict line.")
 def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
+    from copilot.config import backend_of
     from copilot.storage import StorageError, Store, StoreError
     from copilot.storage.copy import copy_store
+    from copilot.storage.store import SERVER_BACKENDS
     from copilot.storage.postgres import PostgresStore
 
     settings = _settings(data_dir)
-    if url.split("://", 1)[0].split("+", 1)[0] not in ("postgresql", "postgres"):
+    if backend_of(url) not in SERVER_BACKENDS:
         raise click.UsageError("--to takes a postgresql:// URL")
     if not settings.db_path.is_file():
         raise StorageError(f"no embedded database at {settings.db_path}: pass the data directory with --data-dir")

@@ -196,8 +196,7 @@ class Settings(BaseSettings):
     @property
     def storage_backend(self) -> str:
         """Where records and vectors live: the scheme of ``database_url`` (``postgresql``), else ``sqlite``."""
-        url = self.database_url.get_secret_value()
-        return url.split("://", 1)[0].split("+", 1)[0] if url else "sqlite"
+        return backend_of(self.database_url.get_secret_value())
 
     @property
     def db_path(self) -> Path:
@@ -206,6 +205,12 @@ class Settings(BaseSettings):
     @property
     def index_dir(self) -> Path:
         return self.data_dir / "index"
+
+
+def backend_of(url: str) -> str:
+    """The storage backend a database URL names: its scheme without a driver (``postgresql+psycopg`` →
+    ``postgresql``); ``sqlite`` (the embedded default) for no URL."""
+    return url.split("://", 1)[0].split("+", 1)[0] if url else "sqlite"
 
 
 @lru_cache(maxsize=1)

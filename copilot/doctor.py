@@ -191,17 +191,16 @@ def check_postgresql(settings: Settings) -> CheckResult:
     )
 
 
-# The check of the storage backend in use (``Settings.storage_backend``); a database server is checked by its
-# own, which also reports a URL whose scheme no backend serves.
-# The embedded backend also has its index files and stored PDFs checked against the database.
-STORAGE_CHECKS: dict[str, list[Callable[..., CheckResult]]] = {"sqlite": [check_sqlite, check_files, check_index]}
 # The checks that can also mend what they find.
 REPAIRS = {check_index, check_files}
 
 
 def checks_for(settings: Settings) -> list[Callable[..., CheckResult]]:
-    """The checks of this configuration, in the order they are shown."""
-    storage = STORAGE_CHECKS.get(settings.storage_backend, [check_postgresql])
+    """The checks of this configuration, in the order they are shown: the embedded backend also has its index
+    files and stored PDFs checked against the database; a database server is checked by its own check, which also
+    reports a URL whose scheme no backend serves."""
+    storage = ([check_sqlite, check_files, check_index] if settings.storage_backend == "sqlite"
+               else [check_postgresql])
     return [check_data_dir, *storage, check_faiss, check_embedder, check_llm]
 
 

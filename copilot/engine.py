@@ -123,8 +123,9 @@ class ThoughtWorker:
     """
 
     def __init__(self, store: Store, write: Callable[[ThoughtJob], None], *, lease_s: float, poll_s: float,
-                 adopt: bool = False) -> None:
+                 adopt: bool = False, done: Callable[[int], None] = lambda query_id: None) -> None:
         self.store = store
+        self._done = done  # told of every submitted job once it is over, written here or not
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease_s = lease_s
         self.poll_s = poll_s
@@ -176,6 +177,7 @@ class ThoughtWorker:
             finally:
                 with self._held_lock:
                     self._held.discard(query_id)
+                self._done(query_id)
                 self._queue.task_done()
 
     def _do(self, job: ThoughtJob) -> None:
@@ -228,7 +230,8 @@ class Copilot:
         self.memory = ThoughtMemory(store, embedder, llm, settings)
         self._results: dict[int, tuple[AskResult, float]] = {}  # this process's answers whose thought is pending
         self.worker = ThoughtWorker(store, self._write_thought, lease_s=settings.thought_lease_s,
-                                    poll_s=settings.thought_poll_s, adopt=adopt_jobs)
+                                    poll_s=settings.thought_poll_s, adopt=adopt_jobs,
+                                    done=lambda query_id: self._results.pop(query_id, None))
         self.association = None
         if settings.association:
             from copilot.association import AssociativeScorer, load_adapter

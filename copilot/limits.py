@@ -13,6 +13,7 @@ import unicodedata
 from pathlib import Path
 
 from copilot.config import Settings
+from copilot.llm import ChatModel
 from copilot.storage import Store
 
 
@@ -57,6 +58,17 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
     if used is not None:
         raise LimitExceeded(f"You asked {used} questions in the last minute, the most allowed "
                             f"({settings.questions_per_minute}): wait a moment and ask again.")
+
+
+def admit_answer(llm: ChatModel, settings: Settings) -> None:
+    """Refuse a new answer while ``COPILOT_QUEUE_SIZE`` answers already wait for the model: the visitor is told the
+    demo is busy instead of waiting without end."""
+    from copilot.llm import Priority
+
+    waiting = llm.scheduler.waiting(Priority.ANSWER)
+    if waiting >= settings.queue_size:
+        raise LimitExceeded(f"The demo is busy: {waiting} answers are waiting for the model. Please try again in a "
+                            "minute.")
 
 
 def admit_search(store: Store, settings: Settings, user_id: str, n: int = 1) -> None:

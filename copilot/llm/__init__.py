@@ -45,15 +45,14 @@ def build_llm(settings: Settings) -> ChatModel:
             api_key=settings.openai_api_key,
             model=settings.llm_model,
             timeout_s=settings.llm_timeout_s,
+            slots=settings.llm_slots,  # an endpoint serves several requests at once
         )
-        model.scheduler = LLMScheduler(settings.llm_slots)  # an endpoint serves several requests at once
         return model
     if backend == "hf":
         from copilot.llm.hf_inference import HFInferenceModel
 
-        model = HFInferenceModel(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s)
-        model.scheduler = LLMScheduler(settings.llm_slots)
-        return model
+        return HFInferenceModel(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s,
+                                slots=settings.llm_slots)
     # One in-process model computes one call at a time: one slot (the ChatModel default).
     from copilot.llm.llamacpp import LlamaCppModel
 

@@ -17,8 +17,9 @@ DEFAULT_HF_MODEL = "HuggingFaceTB/SmolLM3-3B"
 class HFInferenceModel(ChatModel):
     """Chat completions served by Hugging Face Inference providers."""
 
-    def __init__(self, *, token: str, model: str, timeout_s: float = 60.0) -> None:
-        super().__init__()
+    def __init__(self, *, token: str, model: str, timeout_s: float = 60.0,
+                 slots: int = 1) -> None:
+        super().__init__(slots)
         self.model = model or DEFAULT_HF_MODEL
         self.name = f"hf:{self.model}"
         self._client = InferenceClient(model=self.model, token=token or None, timeout=timeout_s)

@@ -21,8 +21,9 @@ def estimate_tokens(text: str) -> int:
 class OpenAICompatibleModel(ChatModel):
     """Chat through the ``openai`` package against a configurable base URL."""
 
-    def __init__(self, *, base_url: str, api_key: str, model: str, timeout_s: float = 60.0) -> None:
-        super().__init__()
+    def __init__(self, *, base_url: str, api_key: str, model: str, timeout_s: float = 60.0,
+                 slots: int = 1) -> None:
+        super().__init__(slots)
         self.base_url = base_url or DEFAULT_OPENAI_BASE_URL
         self.model = model or DEFAULT_OPENAI_MODEL
         self.name = f"openai:{self.model}"

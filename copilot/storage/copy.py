@@ -40,8 +40,8 @@ import psycopg
 
 from copilot.storage.migrations import VECTOR_TABLES
 from copilot.storage.postgres import _reason
-from copilot.storage.rows import from_blob
-from copilot.storage.store import StoreError
+from copilot.storage.rows import from_blob, marks
+from copilot.storage.store import VECTOR_META, StoreError, _meta
 from copilot.types import VectorFilter
 
 # Tables of records with their primary keys, parents before the rows that point at them. Left out:
@@ -311,15 +311,6 @@ def _present(conn: Any, table: str, keys: list) -> int:  # noqa: ANN401 - a psyc
 
 # ----- retrievals ------------------------------------------------------------------------------------------
 
-def _owners(source: Any, kind: str, ids: list[int]) -> dict[int, tuple[str | None, str | None]]:  # noqa: ANN401
-    """(owner, paper) of each sampled row, as the filters read them."""
-    if kind == "chunks":
-        sql = "SELECT c.id, p.user_id, c.paper_id FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id WHERE c.id = ?"
-    else:
-        sql = f"SELECT id, user_id, NULL FROM {kind} WHERE id = ?"
-    return {i: tuple(source.conn.execute(sql, [i]).fetchone()[1:]) for i in ids}
-
-
 def _filters(kind: str, owner: str | None, paper: str | None) -> list[VectorFilter]:
     filters = [VectorFilter()]
     if owner is not None:
@@ -337,13 +328,14 @@ def check_retrievals(source: Any, target: Any, *, samples: int = SAMPLES, seed: 
     result = RetrievalCheck()
     rng = random.Random(seed)
     for kind in VECTOR_TABLES:
-        ids = [int(r[0]) for r in source.conn.execute(
-            f"SELECT id FROM {kind} WHERE embedding IS NOT NULL ORDER BY id")]
-        chosen = sorted(rng.sample(ids, min(samples, len(ids))))
-        for item_id, (owner, paper) in _owners(source, kind, chosen).items():
-            vector = from_blob(source.conn.execute(f"SELECT embedding FROM {kind} WHERE id = ?",
-                                                   [item_id]).fetchone()[0])
-            for where in _filters(kind, owner, paper):
+        # Each stored vector's owner and paper, as the index reads them: one statement per table.
+        metas = {int(row[0]): _meta(row) for row in source.conn.execute(VECTOR_META[kind])}
+        chosen = sorted(rng.sample(sorted(metas), min(samples, len(metas))))
+        vectors = {int(i): from_blob(blob) for i, blob in source.conn.execute(
+            f"SELECT id, embedding FROM {kind} WHERE id IN ({marks(chosen)})", chosen)} if chosen else {}
+        for item_id in chosen:
+            vector, meta = vectors[item_id], metas[item_id]
+            for where in _filters(kind, meta.owner, meta.paper):
                 _compare(result, kind, item_id, where, source.search(kind, vector, k, where),
                          target.search(kind, vector, k, where))
     return result

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -43,7 +42,7 @@ from copilot.storage.queries import QueryRepository
 from copilot.storage.rows import SQLITE, from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.usage import UsageRepository
-from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex
+from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex, remove_path
 from copilot.types import VectorFilter, VectorMeta
 
 log = logging.getLogger(__name__)
@@ -519,7 +518,7 @@ class Store:
                     for path in log.stale_files(self.generation(kind)):
                         found.append((path, _disk_size(path)))
                         if remove:
-                            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                            remove_path(path)
         return found
 
     def unreferenced_files(self, directory: Path, *, remove: bool = False,
@@ -537,7 +536,7 @@ class Store:
                     continue
                 found.append((path, _disk_size(path)))
                 if remove:
-                    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                    remove_path(path)
         return found
 
     def integrity_ok(self) -> bool:

@@ -506,6 +506,14 @@ class VectorIndex:
         return index
 
 
+def remove_path(path: Path) -> None:
+    """Delete a file or a folder with everything in it; gone already is fine."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def coalesced(changes: Sequence[tuple]) -> list[tuple]:
     """``changes`` with runs of upserts joined into one: a replayed delta then adds its vectors to an HNSW graph
     in large parallel batches instead of one record at a time. A run breaks at any other change, and at an id
@@ -594,7 +602,7 @@ class IndexLog:
             temp = _TEMP.match(path.name)
             old = _OLD_FORMAT.match(path.name)
             if temp and temp["kind"] == self.kind and not _alive(int(temp["pid"])):
-                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                remove_path(path)
                 removed.append(path)
             elif old and self.kind in (old["kind"], old["tkind"]):
                 path.unlink(missing_ok=True)
@@ -615,10 +623,6 @@ class IndexLog:
                 continue
             stale.append(path)
         return sorted(stale)
-
-    def locked(self) -> _FileLock:
-        """The writers' lock of this kind (held while its files are examined or removed)."""
-        return self._locked()
 
     # ----- reading -----------------------------------------------------------------------------------
 
@@ -676,7 +680,7 @@ class IndexLog:
 
     def append(self, generation: int, changes: list, index: VectorIndex) -> None:
         """Record ``changes`` (which brought ``index`` to ``generation``); rewrite the snapshot when due."""
-        with self._locked():
+        with self.locked():
             newest = self.snapshots()
             base = newest[-1][1] if newest else None
             if base is None or base >= generation:
@@ -694,7 +698,7 @@ class IndexLog:
     def snapshot_if_delta(self, index: VectorIndex, generation: int) -> bool:
         """Snapshot ``index`` (which is at ``generation``) if the newest snapshot's delta holds at least
         ``close_snapshot_bytes``; True when it did."""
-        with self._locked():
+        with self.locked():
             newest = self.snapshots()
             if not newest or newest[-1][1] >= generation:
                 return False
@@ -705,7 +709,7 @@ class IndexLog:
             return True
 
     def write_snapshot(self, index: VectorIndex, generation: int) -> None:
-        with self._locked():
+        with self.locked():
             self._snapshot(index, generation)
 
     def _snapshot(self, index: VectorIndex, generation: int) -> None:
@@ -730,14 +734,15 @@ class IndexLog:
         self.base, self._offset, self._pending = generation, 0, {}
 
     def remove_all(self) -> None:
-        with self._locked():
+        with self.locked():
             for path in self.files():
                 if path.name == f"{self.kind}.lock":
                     continue
-                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                remove_path(path)
         self.base, self._offset, self._pending = None, 0, {}
 
-    def _locked(self) -> _FileLock:
+    def locked(self) -> _FileLock:
+        """The writers' lock of this kind (held while its files are written, examined or removed)."""
         return _FileLock(self.directory / f"{self.kind}.lock")
 
 

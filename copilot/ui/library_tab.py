@@ -126,37 +126,29 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         choices = [(f"{h.title[:90]} ({h.arxiv_id})", h.arxiv_id) for h in hits]
         return rows, gr.update(choices=choices, value=[]), [asdict(h) for h in hits], f"{len(hits)} papers found."
 
-    def add_papers(refs: list[str], found: list[dict], user: str, progress: Any) -> tuple[str, list[list[Any]]]:  # noqa: ANN401
-        from copilot.limits import arxiv_additions_left
+    def add_papers(refs: list[str], found: list[dict], user: str, progress: Any  # noqa: ANN401
+                   ) -> tuple[str, list[list[Any]]]:
         from ingest.models import PaperMetadata
 
-        ids = list(dict.fromkeys(r.strip() for r in (refs or []) if r and r.strip()))
-        if not ids:
+        if not any(r and r.strip() for r in refs or []):
             raise gr.Error("Choose papers from the search results (or give arXiv ids) first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
-        if not ctx.single_user:  # before any look-up: a long list would hold the shared arXiv client
-            store = services.store
-            new = [ref for ref in ids if not store.papers.exists(ref)]
-            left = arxiv_additions_left(store, ctx.settings, user)
-            if len(new) > left:
-                raise gr.Error(f"{len(new)} new papers is more than the {left} arXiv additions you have left today: "
-                               "add fewer, or come back tomorrow.")
-            ctx.admit(user, "search", sum(ref not in known for ref in new))
         try:
-            report = services.add_arxiv(ids, user, known, lambda fraction, message: progress(fraction, desc=message),
+            report = services.add_arxiv(list(refs), user, known,
+                                        lambda fraction, message: progress(fraction, desc=message),
                                         quotas=not ctx.single_user)
-        except ValueError as exc:  # a quota: nothing was added
+        except ValueError as exc:  # a quota: nothing was looked up or added
             raise fail(exc) from exc
         return _reported(report, "ref"), paper_rows(services.papers(user))
 
     def add_selected(chosen: list[str], found: list[dict], request: gr.Request,
-                  profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
-                  ) -> tuple[str, list[list[Any]]]:
+                     profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
+                     ) -> tuple[str, list[list[Any]]]:
         """Download, parse and index the papers chosen among the search results."""
         return add_papers(chosen, found, ctx.user(request, profile), progress)
 
     def add_arxiv(ids: list[str], request: gr.Request, profile: gr.OAuthProfile | None = None
-                      ) -> tuple[str, list[list[Any]]]:
+                  ) -> tuple[str, list[list[Any]]]:
         """Download, parse and index arXiv papers by id or URL (e.g. ["2104.12255", "arXiv:1706.03762v7"])."""
         return add_papers(ids, [], ctx.user(request, profile), lambda *_, **__: None)
 
@@ -204,25 +196,17 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
     def refresh_now(request: gr.Request, profile: gr.OAuthProfile | None = None,
                     progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
         """Pull the newest papers of your followed categories now."""
-        from copilot.limits import arxiv_allowance_left
-        from copilot.refresh import followed_categories, refresh_categories
+        from copilot.refresh import followed_categories
 
         user = ctx.user(request, profile)
-        store = services.copilot.store
-        cats = followed_categories(store, user)
+        cats = followed_categories(services.store, user)
         if not cats:
             raise gr.Error("Follow at least one category first (e.g. cs.CL).")
-        allowance = None
-        if not ctx.single_user:  # a refresh adds to the shared library: it counts against the daily allowance
-            try:
-                allowance = arxiv_allowance_left(store, ctx.settings, user)
-            except ValueError as exc:
-                raise fail(exc) from exc
-            ctx.admit(user, "search", len(cats))  # one arXiv query per followed category
-        result = refresh_categories(services.library, cats, user_id=user, max_added=allowance,
-                                    progress=lambda fraction, message: progress(fraction, desc=message))
-        if allowance is not None:
-            store.usage.record(user, "arxiv_add", len(result.added))
+        try:  # a refresh adds to the shared library: on a shared instance it counts against the user's allowances
+            result = services.refresh(user, cats, lambda fraction, message: progress(fraction, desc=message),
+                                      quotas=not ctx.single_user)
+        except ValueError as exc:
+            raise fail(exc) from exc
         text = refresh_line(user, cats)
         if result.errors:
             text += "\n\n" + "\n".join(f"- {e}" for e in result.errors)

@@ -86,18 +86,14 @@ class Services:
         return list(wanted)
 
     def upload(self, paths: list[Path], user_id: str, progress: Progress = no_progress, *,
-               names: list[str] | None = None, quotas: bool = False) -> list[dict[str, Any]]:
-        """Add uploaded PDFs one by one; a bad file is reported and the others still go in.
-
-        ``names`` are the files' names as the user gave them (for messages); ``quotas`` applies the per-user
-        upload limits first, refusing the whole batch with one line when it would pass them.
-        """
+               quotas: bool = False) -> list[dict[str, Any]]:
+        """Add uploaded PDFs one by one; a bad file is reported and the others still go in. ``quotas`` applies the
+        per-user upload limits first, refusing the whole batch with one line when it would pass them."""
         from copilot.limits import check_uploads
         from ingest.errors import IngestError
 
         if quotas:
-            check_uploads(self.copilot.store, self.settings, user_id, list(paths))
-        names = names or [Path(p).name for p in paths]
+            check_uploads(self.store, self.settings, user_id, list(paths))
         report = []
         for i, path in enumerate(paths):
             def step(fraction: float, message: str, i: int = i) -> None:
@@ -105,24 +101,34 @@ class Services:
 
             try:
                 result = self.library.add_pdf(Path(path), user_id=user_id, progress=step)
-                report.append({"file": names[i], "paper_id": result.paper_id, "added": result.added, "ok": True,
-                               "message": add_message(result)})
+                report.append({"file": Path(path).name, "paper_id": result.paper_id, "added": result.added,
+                               "ok": True, "message": add_message(result)})
             except IngestError as exc:
-                report.append({"file": names[i], "paper_id": None, "added": False, "ok": False,
-                               "message": str(exc).replace(str(path), names[i])})
+                report.append({"file": Path(path).name, "paper_id": None, "added": False, "ok": False,
+                               "message": str(exc)})
         return report
 
     def add_arxiv(self, refs: list[str], user_id: str, known: dict[str, Any] | None = None,
                   progress: Progress = no_progress, *, quotas: bool = False) -> list[dict[str, Any]]:
         """Add arXiv papers by id or URL (``known``: metadata from a search, so no second look-up).
 
-        With ``quotas``, the papers not yet in the library count against the user's daily arXiv allowance, and a
-        batch that would pass it is refused whole.
+        With ``quotas``, before any look-up: a batch with more new papers than the user's arXiv additions left
+        today is refused whole, and each look-up counts as an arXiv request; the additions are then counted in the
+        same transaction that checks the allowance.
         """
-        from copilot.limits import admit_arxiv_adds
+        from copilot.limits import LimitExceeded, admit_arxiv_adds, admit_search, arxiv_additions_left
         from ingest.errors import ArxivError, ArxivUnavailable
 
         known = known or {}
+        refs = list(dict.fromkeys(r.strip() for r in refs if r and r.strip()))
+        store = self.store
+        if quotas:
+            new = [ref for ref in refs if not store.papers.exists(ref)]
+            left = arxiv_additions_left(store, self.settings, user_id)
+            if len(new) > left:
+                raise LimitExceeded(f"{len(new)} new papers is more than the {left} arXiv additions you have left "
+                                    "today: add fewer, or come back tomorrow.")
+            admit_search(store, self.settings, user_id, sum(ref not in known for ref in new))
         wanted, report = [], []
         for ref in refs:  # ids typed through the API have no search result: look them up
             try:
@@ -132,13 +138,29 @@ class Services:
             except ArxivError as exc:
                 report.append({"ref": ref, "ok": False, "message": f"failed: {exc}"})
         if quotas:
-            store = self.copilot.store
-            admit_arxiv_adds(store, self.settings, user_id,
-                             sum(1 for m in wanted if not store.papers.exists(m.arxiv_id)))
+            fresh = sum(1 for m in wanted if not store.papers.exists(m.arxiv_id))
+            admit_arxiv_adds(store, self.settings, user_id, fresh)
         results, failures = self.library.add_many(wanted, user_id=user_id, progress=progress)
         report += [{"ref": r.paper_id, "ok": True, "message": add_message(r)} for r in results]
         report += [{"ref": ref, "ok": False, "message": f"failed: {why}"} for ref, why in failures]
         return report
+
+    def refresh(self, user_id: str, categories: list[str], progress: Progress = no_progress, *,
+                quotas: bool = False) -> Any:  # noqa: ANN401 - a refresh.RefreshResult
+        """Pull the newest papers of ``categories`` into the shared library. With ``quotas`` each category is one
+        arXiv request, and the refresh stops at the user's arXiv additions left today, which it then uses up."""
+        from copilot.limits import admit_search, arxiv_allowance_left
+        from copilot.refresh import refresh_categories
+
+        allowance = None
+        if quotas:
+            allowance = arxiv_allowance_left(self.store, self.settings, user_id)
+            admit_search(self.store, self.settings, user_id, len(categories))
+        result = refresh_categories(self.library, categories, user_id=user_id, max_added=allowance,
+                                    progress=progress)
+        if quotas:
+            self.store.usage.record(user_id, "arxiv_add", len(result.added))
+        return result
 
     def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
         """Remove a paper: one's own uploads always; shared arXiv papers only where one user owns the instance."""
@@ -168,14 +190,10 @@ class Services:
         once (memories, then sources), personalise with the persona and recalled memories, then
         :meth:`Copilot.ask_stream` (its :class:`AnswerSources` carries the recalled memories too); once it is
         answered, keep what the user said about themselves."""
-        from copilot.limits import LimitExceeded
-        from copilot.llm import Priority
+        from copilot.limits import admit_answer
 
         copilot = self.copilot
-        waiting = copilot.llm.scheduler.waiting(Priority.ANSWER)
-        if waiting >= self.settings.queue_size:
-            raise LimitExceeded(f"The demo is busy: {waiting} answers are waiting for the model. Please try again "
-                                "in a minute.")
+        admit_answer(copilot.llm, self.settings)
         vector = copilot.embedder.encode_query(message)
         about, memories = self.about_user(user_id, message, vector)
         for update in copilot.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,

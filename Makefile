@@ -30,10 +30,10 @@ reindex: $(VENV)/.runtime-installed
 
 # Benchmarks measure; they are not tests. Each prints a Markdown table.
 bench-ingest: $(VENV)/.runtime-installed
-	$(PY) -m ingest.bench
+	$(PY) -m copilot.bench.ingest
 
 bench-thoughts: $(VENV)/.runtime-installed
-	$(PY) -m copilot.session_bench
+	$(PY) -m copilot.bench.thoughts
 
 # Storage at scale (README, "Storage at scale"): 10k, 100k and 1M chunks; about 8 minutes on 2 cores.
 SCALE_SIZES ?= 10000,100000,1000000

@@ -52,7 +52,7 @@ def cli() -> None:
               "files (stored PDFs no paper uses, leftovers of killed adds and index saves).")
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 def doctor(as_json: bool, repair: bool, data_dir: str | None) -> None:
-    from copilot import doctor as checks
+    from copilot.tools import doctor as checks
 
     results = checks.run_checks(_settings(data_dir), repair=repair)
     if as_json:
@@ -252,7 +252,7 @@ def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: st
     from dataclasses import asdict
 
     from copilot.engine import Copilot
-    from copilot.warmup import warm_up
+    from copilot.tasks.warmup import warm_up
 
     copilot = Copilot.open(_settings(data_dir))
     if not copilot.store.papers.exists(paper_id):
@@ -317,7 +317,7 @@ def draft() -> None:
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 def draft_abstract_command(paper_id: str | None, papers: str | None, user_id: str, as_json: bool, out: str | None,
                            data_dir: str | None) -> None:
-    from copilot import writing
+    from copilot.tasks import writing
 
     if (paper_id is None) == (papers is None):
         raise click.UsageError("give either PAPER_ID or --papers ID,ID")
@@ -339,7 +339,7 @@ def draft_abstract_command(paper_id: str | None, papers: str | None, user_id: st
 @click.option("--data-dir", default=None)
 def draft_related_command(title: str, abstract: str, papers: str | None, search_arxiv: bool, user_id: str,
                           as_json: bool, out: str | None, data_dir: str | None) -> None:
-    from copilot import writing
+    from copilot.tasks import writing
 
     result = _run_task(lambda c: writing.draft_related_work(
         c, title, abstract, user_id=user_id, paper_ids=_ids(papers), search_arxiv=search_arxiv), data_dir)
@@ -356,7 +356,7 @@ def draft_related_command(title: str, abstract: str, papers: str | None, search_
 @click.option("--data-dir", default=None)
 def ideas(user_id: str, persona: str | None, papers: str | None, max_papers: int, as_json: bool, out: str | None,
           data_dir: str | None) -> None:
-    from copilot.trends import trends_and_ideas
+    from copilot.tasks.trends import trends_and_ideas
 
     result = _run_task(lambda c: trends_and_ideas(c, user_id=user_id, persona=persona, paper_ids=_ids(papers),
                                                   max_papers=max_papers), data_dir)
@@ -371,8 +371,8 @@ def ideas(user_id: str, persona: str | None, papers: str | None, max_papers: int
 @click.option("--data-dir", default=None)
 def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as_json: bool,
             data_dir: str | None) -> None:
-    from copilot.refresh import followed_categories, refresh_categories
-    from ingest.library import Library
+    from copilot.tasks.refresh import followed_categories, refresh_categories
+    from copilot.library import Library
 
     library = Library.open(_settings(data_dir))
     try:

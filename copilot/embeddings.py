@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from copilot.errors import ComponentError
 from copilot.config import Settings, get_settings
 
 QueryAdapter = Callable[[np.ndarray, Sequence[str]], np.ndarray]
@@ -25,7 +26,7 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(ComponentError):
     """The embedding model could not be loaded."""
 
 

@@ -12,12 +12,13 @@ import os
 import unicodedata
 from pathlib import Path
 
+from copilot.errors import UserError
 from copilot.config import Settings
 from copilot.llm import ChatModel
 from copilot.storage import Store
 
 
-class LimitExceeded(ValueError):
+class LimitExceeded(UserError):
     """A request over one of the instance's limits; the message names the limit and what to do."""
 
 

@@ -35,7 +35,7 @@ FEEDBACK_UP = 0.1
 FEEDBACK_DOWN = 0.25
 # Relevance of an answer to its question: P(the answer belongs to the question | their cosine), a
 # logistic curve fitted on ScholarQA-Multi expert answers paired with their own and with other questions
-# (``python -m copilot.calibration`` reproduces both numbers).
+# (``python -m copilot.tools.calibration`` reproduces both numbers).
 RELEVANCE_SLOPE = 10.4
 RELEVANCE_BIAS = -3.13
 # Answers that only say the sources cannot tell carry no knowledge worth keeping.
@@ -138,7 +138,7 @@ def distill(llm: ChatModel, question: str, answer: str) -> Distilled | None:
 
 def relevance_probability(cosine, slope: float = RELEVANCE_SLOPE, bias: float = RELEVANCE_BIAS):  # noqa: ANN001, ANN201
     """How likely an answer with this question-answer cosine really belongs to the question (a float, or an
-    array for an array of cosines); ``slope`` and ``bias`` default to the curve fitted by copilot.calibration."""
+    array for an array of cosines); ``slope`` and ``bias`` default to the curve fitted by copilot.tools.calibration."""
     probability = 1.0 / (1.0 + np.exp(-(slope * np.asarray(cosine) + bias)))
     return float(probability) if np.ndim(probability) == 0 else probability
 

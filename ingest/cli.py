@@ -21,7 +21,7 @@ def _settings(data_dir: str | None) -> Settings:
 
 
 def _library(data_dir: str | None):  # noqa: ANN202
-    from ingest.library import Library
+    from copilot.library import Library
 
     return Library.open(_settings(data_dir))
 
@@ -115,12 +115,12 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
 
 
 def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library) -> list[dict]:  # noqa: ANN001
-    """Run the warm-up questions for newly added papers (see ``copilot.warmup``)."""
+    """Run the warm-up questions for newly added papers (see ``copilot.tasks.warmup``)."""
     if n_each <= 0 or not paper_ids:
         return []
     from copilot.engine import Copilot
     from copilot.llm import get_llm
-    from copilot.warmup import warm_up
+    from copilot.tasks.warmup import warm_up
 
     settings = _settings(data_dir)
     copilot = Copilot(settings, library.store, library.embedder, get_llm(settings))

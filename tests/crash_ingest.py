@@ -14,7 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import copilot.embeddings  # noqa: E402
-from ingest import cli, library  # noqa: E402
+from copilot import library  # noqa: E402
+from ingest import cli  # noqa: E402
 from tests.library_support import HashEmbedder  # noqa: E402
 
 

@@ -131,7 +131,7 @@ def build_real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     Returns the directory and the paper ids by short name. The end-to-end tests only read from it.
     """
     from copilot.embeddings import get_embedder
-    from ingest.library import Library
+    from copilot.library import Library
 
     data_dir = tmp_path_factory.getbasetemp() / "real-library"
     ids_file = data_dir / "ids.json"

@@ -21,7 +21,7 @@ from copilot.llm.base import GenerationOptions, Message
 from copilot.storage import Store
 from copilot.ui import build_app, serve
 from copilot.ui.services import Services
-from ingest.library import Library
+from copilot.library import Library
 from tests.library_support import HashEmbedder
 from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from copilot.calibration import (Pair, best_threshold, cross_validated_relevance, fit_relevance, make_pairs, rates,
+from copilot.tools.calibration import (Pair, best_threshold, cross_validated_relevance, fit_relevance, make_pairs, rates,
                                  report, roc_auc)
 from copilot.thoughts import RELEVANCE_BIAS, RELEVANCE_SLOPE, combined_confidence, relevance_probability
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from copilot import doctor
+from copilot.tools import doctor
 from copilot.cli import cli
 from copilot.config import Settings
 from copilot.storage import Store

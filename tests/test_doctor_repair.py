@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from copilot import doctor
+from copilot.tools import doctor
 from copilot.cli import cli
 from copilot.config import Settings
 from copilot.storage import Store
-from ingest.library import Library
+from copilot.library import Library
 from tests.conftest import SHARED_DATA
 from tests.library_support import HashEmbedder
 

@@ -11,9 +11,9 @@ import pytest
 
 from copilot.config import Settings
 from copilot.embeddings import get_embedder
-from ingest import library as library_module
+from copilot import library as library_module
 from ingest.errors import IngestError, PDFError
-from ingest.library import Library
+from copilot.library import Library
 from ingest.models import PaperMetadata
 from copilot.types import ThoughtSource
 from tests.conftest import ROOT, SHARED_DATA, clean_env, count_rows, get_row

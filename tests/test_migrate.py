@@ -17,7 +17,7 @@ from copilot.config import Settings
 from copilot.storage import Store
 from copilot.storage.copy import NOT_COPIED, TABLES
 from copilot.types import ThoughtSource, VectorFilter
-from ingest.library import Library
+from copilot.library import Library
 from tests.conftest import SHARED_DATA, all_rows, count_rows
 from tests.library_support import HashEmbedder
 

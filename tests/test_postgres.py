@@ -87,7 +87,7 @@ def test_a_narrow_filter_still_returns_k_nearest(pg_url: str) -> None:
 
 
 def test_doctor_reports_the_backend_the_server_and_pgvector(pg_url: str, tmp_path) -> None:  # noqa: ANN001
-    from copilot.doctor import check_postgresql, check_sqlite, checks_for, format_lines, run_checks
+    from copilot.tools.doctor import check_postgresql, check_sqlite, checks_for, format_lines, run_checks
 
     settings = Settings(data_dir=tmp_path, database_url=pg_url)
     assert check_postgresql in checks_for(settings) and check_sqlite not in checks_for(settings)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from copilot.engine import Copilot
-from copilot.profile import (
+from copilot.tasks.profile import (
     MAX_PERSONA_CHARS,
     delete_memory,
     extract_self_statements,

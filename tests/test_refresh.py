@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from copilot import cli as cli_module
 from copilot.config import Settings
-from copilot.refresh import (
+from copilot.tasks.refresh import (
     MAX_FOLLOWED,
     RefreshScheduler,
     all_followed_categories,
@@ -27,9 +27,9 @@ from copilot.refresh import (
     set_followed_categories,
 )
 from copilot.storage import Store
-from ingest import library as library_module
+from copilot import library as library_module
 from ingest.errors import DownloadError
-from ingest.library import Library
+from copilot.library import Library
 from tests.library_support import HashEmbedder, recorded_client
 
 

@@ -212,7 +212,7 @@ def test_conversational_filler_is_dropped(store: Store, embedder: Embedder) -> N
 
 
 def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> None:
-    from copilot.warmup import parse_questions, warm_up
+    from copilot.tasks.warmup import parse_questions, warm_up
 
     assert parse_questions("A: How does SPECTER work?\nB) What loss does it use?\nnot a question\n"
                            "Question 3 - Why citations?\n1. Is it fast enough?") == [

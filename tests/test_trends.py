@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from copilot.engine import Copilot
-from copilot.profile import save_profile
-from copilot.trends import Idea, extract_keywords, parse_ideas, phrases, trends_and_ideas
-from copilot.writing import Citation, DraftError
+from copilot.tasks.profile import save_profile
+from copilot.tasks.trends import Idea, extract_keywords, parse_ideas, phrases, trends_and_ideas
+from copilot.tasks.writing import Citation, DraftError
 from tests.conftest import ROOT, clean_env
 from tests.library_support import add_paper, make_copilot
 from tests.scripted_llm import ScriptedLLM
@@ -160,7 +160,7 @@ def test_real_model_ideas(real_library: tuple[Path, dict[str, str]]) -> None:
 
 
 def test_ideas_numbered_inline_lose_the_next_number_and_repeat_once() -> None:
-    from copilot.trends import parse_ideas
+    from copilot.tasks.trends import parse_ideas
 
     reply = ("A scalable system for organizing scientific documents into a graph for search (e.g., Google) 2. "
              "A tool to help users find papers, authors and entities related to them 3. "

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from copilot import doctor
+from copilot.tools import doctor
 from copilot.cli import cli as copilot_cli
 from copilot.config import Settings
 from copilot.storage import StorageError, Store

@@ -11,7 +11,7 @@ import pytest
 from copilot.storage import Store
 from copilot.ui.services import add_message
 from ingest.errors import IngestError
-from ingest.library import Library, upload_paper_id
+from copilot.library import Library, upload_paper_id
 from ingest.models import PaperMetadata
 from tests.conftest import SHARED_DATA
 from tests.library_support import HashEmbedder

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from copilot import cli as cli_module
 from copilot.engine import Copilot
-from copilot.writing import (
+from copilot.tasks.writing import (
     Citation,
     Draft,
     DraftError,

@@ -115,7 +115,7 @@ def app_in_process(settings: Any, llm: Any) -> Iterator[tuple[str, Any, StubArxi
     from copilot.storage import Store
     from copilot.ui import build_app, serve
     from copilot.ui.services import Services
-    from ingest.library import Library
+    from copilot.library import Library
     from tests.conftest import free_port
 
     store = Store.open(settings)

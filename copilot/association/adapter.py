@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from copilot.errors import UserError
 from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the package
 
 DEFAULT_ADAPTER_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
@@ -20,7 +21,7 @@ KINDS = ("residual_mlp", "linear", "mlp")
 _GELU_C = float(np.sqrt(2.0 / np.pi))
 
 
-class AdapterFileError(ValueError):
+class AdapterFileError(UserError):
     """An adapter file is missing, unreadable or inconsistent with its configuration."""
 
 

@@ -84,7 +84,7 @@ class Run:
 def build_library(settings: Settings, log: Log) -> None:
     """The four shared papers in ``settings.data_dir``, shared with every user."""
     from copilot.engine import Copilot
-    from ingest.library import Library
+    from copilot.library import Library
     from ingest.models import PaperMetadata
 
     copilot = Copilot.open(settings)

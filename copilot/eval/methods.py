@@ -311,7 +311,7 @@ class ThoughtRetriever(Method):
         abstract-single asks for.
         """
         from copilot import prompts as product_prompts
-        from copilot.warmup import simulated_questions
+        from copilot.tasks.warmup import simulated_questions
 
         b = self.bench
         scopes: list[list[str] | None] = []

@@ -13,12 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from copilot.errors import ComponentError
 from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, current_caller
 
 Message = dict[str, str]
 
 
-class LLMError(RuntimeError):
+class LLMError(ComponentError):
     """An LLM backend could not answer; the message says what a user can do about it."""
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
+from copilot.errors import ComponentError
 from copilot.config import Settings
 from copilot.storage.chunks import ChunkRepository
 from copilot.storage.eval_runs import EvalRunRepository
@@ -48,7 +49,7 @@ from copilot.types import VectorFilter, VectorMeta
 log = logging.getLogger(__name__)
 
 
-class StoreError(RuntimeError):
+class StoreError(ComponentError):
     """A storage operation was refused; the message says why."""
 
 

@@ -103,7 +103,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
 
 def start_refresh_schedule(settings: Settings, services: Services) -> Any:  # noqa: ANN401 - a RefreshScheduler
     """Every ``COPILOT_REFRESH_HOURS`` hours, pull the newest papers of every followed category (0 = off)."""
-    from copilot.refresh import RefreshScheduler, refresh_followed
+    from copilot.tasks.refresh import RefreshScheduler, refresh_followed
 
     scheduler = RefreshScheduler(settings.refresh_hours, lambda: refresh_followed(services.library))
     return scheduler if scheduler.start() else None

@@ -23,7 +23,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def trends(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """Trend keywords and 3-5 cited research ideas from your profile and recent papers."""
-        from copilot.trends import trends_and_ideas
+        from copilot.tasks.trends import trends_and_ideas
 
         user = ctx.user(request, profile)
         ctx.admit(user)

@@ -21,6 +21,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+from copilot.errors import UserError
 from copilot.config import Settings
 
 COOKIE = "copilot_guest"
@@ -29,7 +30,7 @@ COOKIE_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the s
 SECRET_FILE = "secret.key"
 
 
-class InvalidToken(ValueError):
+class InvalidToken(UserError):
     """A guest token that is missing, malformed, truncated or not signed by this instance."""
 
 

@@ -183,7 +183,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
 
     def follow(categories: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """Follow arXiv categories (e.g. cs.CL, cs.IR) for the scheduled refresh."""
-        from copilot.refresh import set_followed_categories
+        from copilot.tasks.refresh import set_followed_categories
 
         user = ctx.user(request, profile)
         wanted = [c.strip() for c in (categories or "").replace(";", ",").split(",") if c.strip()]
@@ -196,7 +196,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
     def refresh_now(request: gr.Request, profile: gr.OAuthProfile | None = None,
                     progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
         """Pull the newest papers of your followed categories now."""
-        from copilot.refresh import followed_categories
+        from copilot.tasks.refresh import followed_categories
 
         user = ctx.user(request, profile)
         cats = followed_categories(services.store, user)
@@ -213,7 +213,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
         return text, paper_rows(services.papers(user))
 
     def refresh_line(user: str, cats: list[str]) -> str:
-        from copilot.refresh import last_refresh
+        from copilot.tasks.refresh import last_refresh
 
         last = last_refresh(services.copilot.store, user)
         head = f"Following: {', '.join(cats) if cats else 'nothing yet'}."
@@ -223,7 +223,7 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
 
     def refresh_state(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         """The categories you follow and when the library was last refreshed."""
-        from copilot.refresh import followed_categories
+        from copilot.tasks.refresh import followed_categories
 
         user = ctx.user(request, profile)
         cats = followed_categories(services.copilot.store, user)

@@ -38,7 +38,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             delete_btn = gr.Button("Delete memory", variant="stop", scale=1, elem_id="memory-delete")
 
     def rows(user: str) -> list[list[Any]]:
-        from copilot.profile import list_memories
+        from copilot.tasks.profile import list_memories
 
         return [[m.id, m.text, (m.created_at or "")[:19]]
                 for m in list_memories(services.copilot.store, user)]
@@ -46,7 +46,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     def load_profile(request: gr.Request, profile: gr.OAuthProfile | None = None
                      ) -> tuple[str, str, list[list[Any]]]:
         """Who you are here, your saved persona and your memories."""
-        from copilot.profile import get_profile
+        from copilot.tasks.profile import get_profile
         from copilot.ui.users import describe_user
 
         user = ctx.user(request, profile)
@@ -55,7 +55,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def from_author(name: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         """Build and save a persona from an arXiv author's papers (an au: search)."""
-        from copilot.profile import profile_from_author, save_profile
+        from copilot.tasks.profile import profile_from_author, save_profile
 
         user = ctx.user(request, profile)
         if not (name or "").strip():
@@ -73,7 +73,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def from_text(text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         """Build and save a persona from pasted text about your research."""
-        from copilot.profile import profile_from_text, save_profile
+        from copilot.tasks.profile import profile_from_text, save_profile
 
         user = ctx.user(request, profile)
         if not (text or "").strip():
@@ -89,7 +89,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def save(persona: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """Save your (edited) persona."""
-        from copilot.profile import save_profile
+        from copilot.tasks.profile import save_profile
 
         try:
             user = ctx.user(request, profile)
@@ -111,7 +111,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     def delete_memory(memory_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None
                       ) -> tuple[str, list[list[Any]]]:
         """Forget one of your memories."""
-        from copilot.profile import delete_memory as forget
+        from copilot.tasks.profile import delete_memory as forget
 
         user = ctx.user(request, profile)
         if memory_id is None:

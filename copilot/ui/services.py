@@ -19,7 +19,7 @@ from copilot.config import Settings
 from copilot.engine import AskResult, Copilot
 from copilot.storage import Store
 from copilot.types import AnswerSources, PaperSummary, QueuePosition, RetrievedItem
-from ingest.library import Library
+from copilot.library import Library
 from ingest.models import Progress, abs_url, no_progress
 
 MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
@@ -150,7 +150,7 @@ class Services:
         """Pull the newest papers of ``categories`` into the shared library. With ``quotas`` each category is one
         arXiv request, and the refresh stops at the user's arXiv additions left today, which it then uses up."""
         from copilot.limits import admit_search, arxiv_allowance_left
-        from copilot.refresh import refresh_categories
+        from copilot.tasks.refresh import refresh_categories
 
         allowance = None
         if quotas:
@@ -208,7 +208,7 @@ class Services:
         """Keep what the user said about themselves in ``message``; past the memory limits (length, count),
         nothing more is kept and the answer stands."""
         from copilot.limits import LimitExceeded
-        from copilot.profile import extract_self_statements
+        from copilot.tasks.profile import extract_self_statements
 
         for statement in extract_self_statements(message):
             try:
@@ -218,7 +218,7 @@ class Services:
 
     def about_user(self, user_id: str, message: str, vector: np.ndarray) -> tuple[str | None, list[dict[str, Any]]]:
         """The persona plus the user's memories this message calls for (the association score finds them)."""
-        from copilot.profile import persona_for_prompt
+        from copilot.tasks.profile import persona_for_prompt
 
         copilot = self.copilot
         recalled = copilot.recall(message, user_id=user_id, k=3, query_vector=vector)

@@ -77,7 +77,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")
 
     def run(kind: str, user: str, **kwargs: Any) -> tuple[str, str, str]:  # noqa: ANN401
-        from copilot import writing
+        from copilot.tasks import writing
 
         fn = {"abstract": writing.draft_abstract, "synthesis": writing.draft_synthesis,
               "related": writing.draft_related_work}[kind]

@@ -6,7 +6,7 @@ expert answers from ScholarQA-Multi paired with their own question (label 1) and
 (label 0), run through the very same thought call; it reports each signal's ROC AUC, its best threshold
 (balanced accuracy) and how the configured threshold does, and fits the relevance curve that
 ``copilot.thoughts`` ships (``RELEVANCE_SLOPE``, ``RELEVANCE_BIAS``). Run it for another model before trusting
-its verdicts: ``python -m copilot.calibration --n 40``.
+its verdicts: ``python -m copilot.tools.calibration --n 40``.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, t
 
 
 def main_command():  # noqa: ANN201 - a click command
-    """``python -m copilot.calibration``: measure the thought confidence of the configured LLM."""
+    """``python -m copilot.tools.calibration``: measure the thought confidence of the configured LLM."""
     import click
 
     @click.command(help="Measure how the thought confidence separates real answers from mismatched ones, and fit "

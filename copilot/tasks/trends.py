@@ -20,7 +20,7 @@ import numpy as np
 
 from copilot import writing_prompts as wp
 from copilot.types import Paper
-from copilot.writing import (
+from copilot.tasks.writing import (
     CITATION_MARKER,
     Citation,
     DraftError,
@@ -269,7 +269,7 @@ def parse_ideas(reply: str, sources: list[Citation]) -> list[Idea]:
     """Ideas from a reply: one per line (or per sentence when the model wrote a paragraph), at most five.
 
     ``[n]`` markers map to ``sources[n-1]``, and so does naming a paper by its short name (its title, see
-    :func:`copilot.writing.cite_mentions`); markers naming no paper are dropped; an idea citing nothing is
+    :func:`copilot.tasks.writing.cite_mentions`); markers naming no paper are dropped; an idea citing nothing is
     attached to every paper of the context, marked as not cited.
     """
     paper_ids = [s.paper_id for s in sources]
@@ -297,9 +297,9 @@ def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: l
                      max_papers: int = 8) -> Trends:
     """Trend keywords and 3 to 5 cited research ideas from the user's persona and their newest papers.
 
-    ``persona`` None falls back to the stored one (see :mod:`copilot.profile`). One LLM call.
+    ``persona`` None falls back to the stored one (see :mod:`copilot.tasks.profile`). One LLM call.
     """
-    from copilot.profile import persona_for_prompt
+    from copilot.tasks.profile import persona_for_prompt
 
     start = time.perf_counter()
     persona = (persona or "").strip() or persona_for_prompt(copilot.store, user_id)

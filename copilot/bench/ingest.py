@@ -1,4 +1,4 @@
-"""``python -m ingest.bench`` (``make bench-ingest``): ingest speed on real papers, embedding included.
+"""``python -m copilot.bench.ingest`` (``make bench-ingest``): ingest speed on real papers, embedding included.
 
 For each PDF: parse, chunk and embed times, pages/s and chunks/s, and the whole add through the library (into
 a temporary data directory). Model loading is measured once and reported apart: a running app pays it once.
@@ -18,7 +18,7 @@ from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
 
 
-def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an ingest.library.Library
+def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an copilot.library.Library
     from ingest.chunking import chunk_paper
     from ingest.pdf import parse_pdf
 
@@ -52,7 +52,7 @@ def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an
 def main(papers_dir: Path, repeats: int, as_json: bool) -> None:
     import os
 
-    from ingest.library import Library
+    from copilot.library import Library
 
     pdfs = sorted(papers_dir.glob("*.pdf"))
     if not pdfs:

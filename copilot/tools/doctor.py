@@ -119,11 +119,11 @@ def check_sqlite(settings: Settings) -> CheckResult:
     )
 
 
-def _library(settings: Settings):  # noqa: ANN202 - an ingest.library.Library, or None
+def _library(settings: Settings):  # noqa: ANN202 - an copilot.library.Library, or None
     """The data directory's library without models, or None when its database cannot be used (``sqlite`` says
     why)."""
     from copilot.storage import StorageError
-    from ingest.library import Library
+    from copilot.library import Library
 
     try:
         return Library.open(settings)

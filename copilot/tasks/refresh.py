@@ -117,7 +117,7 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
     """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet
     (``max_added``: stop once that many papers were added, a user's remaining allowance).
 
-    ``library`` is an :class:`ingest.library.Library`; its arXiv client does the pacing. Papers from arXiv are
+    ``library`` is an :class:`copilot.library.Library`; its arXiv client does the pacing. Papers from arXiv are
     public, whoever refreshes. The refresh is recorded (for :func:`last_refresh`) even when everything failed.
     """
     wanted = normalise_categories(categories)

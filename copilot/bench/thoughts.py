@@ -1,4 +1,4 @@
-"""``python -m copilot.session_bench`` (``make bench-thoughts``): ten questions in a row through the real engine.
+"""``python -m copilot.bench.thoughts`` (``make bench-thoughts``): ten questions in a row through the real engine.
 
 Adds the papers of a folder to a fresh library, asks a fixed sequence with repeats and paraphrases, and
 records for each question what was retrieved (chunks, thoughts and their depths), what happened to the new
@@ -35,7 +35,7 @@ QUESTIONS = [
 
 def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> dict:
     from copilot.engine import Copilot
-    from ingest.library import Library
+    from copilot.library import Library
 
     copilot = Copilot.open(settings)
     library = Library.open(settings, store=copilot.store, embedder=copilot.embedder)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from copilot.errors import UserError
 from copilot import writing_prompts as wp
 from copilot.engine import stream_until_repeating
 from copilot.retrieval import chunk_items
@@ -51,7 +52,7 @@ _HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?(abstract|related work|synthesis|summ
 OnText = Callable[[str], None]  # receives the draft text as it grows
 
 
-class DraftError(ValueError):
+class DraftError(UserError):
     """A draft cannot be written (unknown paper, empty library, nothing to write from); the message says why."""
 
 
@@ -299,8 +300,8 @@ def bibtex_entries(citations: Sequence[Citation]) -> str:
 # ----- reading the library ---------------------------------------------------------------------------
 
 
-def library_for(copilot):  # noqa: ANN001, ANN202 - an ingest.library.Library over the copilot's store
-    from ingest.library import Library
+def library_for(copilot):  # noqa: ANN001, ANN202 - an copilot.library.Library over the copilot's store
+    from copilot.library import Library
 
     return Library.open(copilot.settings, store=copilot.store, embedder=copilot.embedder)
 

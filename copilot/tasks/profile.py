@@ -63,7 +63,7 @@ def _first_sentences(text: str, max_chars: int) -> str:
 
 
 def _persona_call(copilot, user: str) -> str:  # noqa: ANN001
-    from copilot.writing import generate
+    from copilot.tasks.writing import generate
 
     text, _ = generate(copilot, wp.PERSONA_SYSTEM, user, max_tokens=PERSONA_MAX_TOKENS)
     return _first_sentences(_clean(text), MAX_PERSONA_CHARS)
@@ -72,7 +72,7 @@ def _persona_call(copilot, user: str) -> str:  # noqa: ANN001
 def profile_from_text(copilot, text: str, *, user_id: str) -> str:  # noqa: ANN001
     """A short research persona from pasted text (a bio, a homepage): kept as is when already short, else
     summarised by one LLM call. Not saved: the caller shows it and saves it with :func:`save_profile`."""
-    from copilot.writing import truncate_tokens
+    from copilot.tasks.writing import truncate_tokens
 
     text = _clean(text)
     if not text:
@@ -92,7 +92,7 @@ def profile_from_author(copilot, author: str, *, user_id: str, arxiv_client=None
     Raises ValueError when the name is empty or arXiv has no papers by it, RuntimeError when arXiv cannot be
     reached; both messages can be shown to the user as they are.
     """
-    from copilot.writing import truncate_tokens
+    from copilot.tasks.writing import truncate_tokens
     from ingest.errors import ArxivError
 
     author = _clean(author)

@@ -1,0 +1,39 @@
+"""Every error a user can see, under one root, so the web app and the command line catch one type.
+
+- :class:`CopilotError` is the root: its message is one line a person can act on; the traceback stays in the log.
+- :class:`UserError` is a request the instance refuses (bad input, over a limit, nothing to work from). It is also a
+  ``ValueError``, so code that validates input keeps reading naturally.
+- The storage, embedding and LLM layers raise their own subclasses (``StorageError``, ``EmbeddingError``,
+  ``LLMError``) for a component that cannot work.
+
+``ingest`` is a library of its own that imports nothing from here; its errors have their own root,
+:class:`ingest.errors.IngestError`. :data:`SHOWN` names the two roots the shells show as they are.
+"""
+
+from __future__ import annotations
+
+from ingest.errors import IngestError
+
+
+class CopilotError(Exception):
+    """Something this instance cannot do; the message says why, in one line."""
+
+
+class UserError(CopilotError, ValueError):
+    """A request refused as asked: the message names what is wrong and what to do instead."""
+
+
+class NotFound(UserError, LookupError):
+    """The user asked for a record that does not exist, or that is not theirs."""
+
+
+class ComponentError(CopilotError, RuntimeError):
+    """A part of the stack (database, embedder, LLM) cannot work; the message says what to fix."""
+
+
+SHOWN: tuple[type[Exception], ...] = (CopilotError, IngestError)
+
+
+def one_line(exc: BaseException) -> str:
+    """The message a shell shows for ``exc``: its text, or its class name when it has none."""
+    return str(exc) or exc.__class__.__name__

@@ -1,0 +1,1 @@
+"""What the copilot writes for a user beyond answers: drafts, trends and ideas, the profile, refreshes, warm-up."""

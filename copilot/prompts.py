@@ -1,7 +1,12 @@
-"""Every prompt the product sends to an LLM, in one place, so they can be read and compared together.
+"""Every prompt sent to an LLM, in one place, so they can be read and compared together: answers, thoughts,
+warm-up questions, drafts, ideas and the persona, then the evaluation's task answers, summary tree and judge.
 
-The embedded model is tiny (135M parameters): prompts stay short, concrete and in plain words.
+The embedded model is tiny (135M parameters): prompts stay short, concrete and in plain words, with the sources
+numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed character
+changes the replies and the evaluation's scores.
 """
+
+from __future__ import annotations
 
 CHAT_SYSTEM = (
     "You are Paper Copilot, a helpful assistant for researchers. "
@@ -10,7 +15,13 @@ CHAT_SYSTEM = (
 
 DOCTOR_PROBE = "List the planets of the solar system, one per line."
 
-# ----- answering from retrieved sources ------------------------------------------------------------------
+
+def numbered(sources: list[str]) -> str:
+    """Sources as the model sees them: ``[n] text``, separated by blank lines."""
+    return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(sources, start=1))
+
+
+# ----- answering from retrieved sources ---------------------------------------------------------------------
 
 ANSWER_SYSTEM = (
     "You are a research assistant. Answer the question using the numbered sources. "
@@ -26,12 +37,11 @@ def answer_user(question: str, sources: list[str], about_user: str | None = None
     comes first, so llama.cpp, which keeps the previous prompt's state and re-reads only from the first token
     that differs, never re-reads it between answers; the sources come next and the question last.
     """
-    numbered = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(sources, start=1))
     about = f"About the asker: {about_user}\n\n" if about_user else ""
-    return f"Sources:\n{numbered}\n\n{about}Question: {question}"
+    return f"Sources:\n{numbered(sources)}\n\n{about}Question: {question}"
 
 
-# ----- distilling a thought (one call: the thought and the verdict) ---------------------------------------
+# ----- distilling a thought (one call: the thought and the verdict) -----------------------------------------
 
 THOUGHT_SYSTEM = "Restate the answer as one self-contained fact, then say if it really answers the question."
 THOUGHT_MARKER = "answered:"
@@ -73,7 +83,7 @@ def thought_messages(question: str, answer: str) -> list[dict[str, str]]:
     return messages
 
 
-# ----- warm-up: simulated questions about a new paper ------------------------------------------------------
+# ----- warm-up: simulated questions about a new paper -------------------------------------------------------
 
 WARMUP_SYSTEM = "You write short questions a researcher would ask about a paper. One question per line."
 
@@ -84,3 +94,143 @@ def warmup_from_abstract(title: str, abstract: str, n: int) -> str:
 
 def warmup_from_paragraph(paragraph: str, n: int) -> str:
     return f"Paragraph: {paragraph}\n\nWrite {n} questions this paragraph answers, one per line."
+
+
+# ----- drafting ---------------------------------------------------------------------------------------------
+
+DRAFT_ABSTRACT_SYSTEM = (
+    "You write the abstract of a research paper from excerpts of its body. Write one paragraph of about "
+    "150 words: the problem, the method, and the main results. Use only facts from the excerpts."
+)
+
+DRAFT_SYNTHESIS_SYSTEM = (
+    "You write a short synthesis of several research papers. Write one paragraph of about 150 words that "
+    "says what the papers share and how they differ. Cite each paper you mention like [1]."
+)
+
+DRAFT_RELATED_SYSTEM = (
+    "You write the Related Work section of a research paper. Use the numbered sources and cite them like [1]. "
+    "Group similar work, say how it relates to our paper, and write about 200 words."
+)
+
+
+def abstract_user(title: str, excerpts: list[str]) -> str:
+    body = "\n\n".join(excerpts)
+    return f"Title: {title}\n\nExcerpts from the paper:\n{body}\n\nWrite the abstract of this paper."
+
+
+def synthesis_user(sources: list[str]) -> str:
+    return f"Papers:\n{numbered(sources)}\n\nWrite a synthesis of these papers, citing them like [1]."
+
+
+def related_user(title: str, abstract: str, sources: list[str]) -> str:
+    return (f"Our paper:\nTitle: {title}\nAbstract: {abstract}\n\nSources:\n{numbered(sources)}\n\n"
+            "Write the Related Work section for our paper, citing the sources like [1].")
+
+
+# ----- trends and ideas -------------------------------------------------------------------------------------
+
+IDEAS_SYSTEM = (
+    "You suggest new research ideas to a researcher. Write 3 to 5 ideas, one per line, each one sentence "
+    "that starts with a verb. End each idea with the papers it builds on, like [1]."
+)
+
+
+# One worked example: the tiny model copies its shape (one idea a line, each ending with its papers).
+IDEAS_SHOT = (
+    "Researcher: A researcher working on question answering.\n\nRecent papers:\n"
+    "[1] Dense Passage Retrieval. Passages are retrieved with learned dense embeddings.\n\n"
+    "[2] Multilingual BERT. One language model is trained on text in 104 languages.\n\n"
+    "Trending topics: dense retrieval, multilingual models\n\nWrite 3 to 5 research ideas, one per line.",
+    "1. Train dense retrievers for languages with little data using multilingual models [1, 2].\n"
+    "2. Measure how dense retrieval fails on questions about rare entities [1].\n"
+    "3. Build a benchmark of questions that need passages in two languages [2].",
+)
+
+
+def ideas_user(persona: str | None, papers: list[str], keywords: list[str]) -> str:
+    who = f"Researcher: {persona}\n\n" if persona else ""
+    trends = f"\n\nTrending topics: {', '.join(keywords)}" if keywords else ""
+    return f"{who}Recent papers:\n{numbered(papers)}{trends}\n\nWrite 3 to 5 research ideas, one per line."
+
+
+# ----- research persona -------------------------------------------------------------------------------------
+
+PERSONA_SYSTEM = (
+    "You describe a researcher in 2 or 3 sentences: their field, the topics they work on, and their methods. "
+    "Write in the third person, starting with \"A researcher\"."
+)
+
+
+def persona_from_text_user(text: str) -> str:
+    return f"Text about the researcher:\n{text}\n\nDescribe this researcher in 2 or 3 sentences."
+
+
+def persona_from_papers_user(author: str, papers: list[str]) -> str:
+    return (f"Papers by {author}:\n{numbered(papers)}\n\n"
+            f"Describe {author} as a researcher in 2 or 3 sentences.")
+
+
+# ----- evaluation: answering a task item --------------------------------------------------------------------
+# Every method of a task answers with the same prompt; only the numbered sources differ. Replies are capped or
+# constrained by a grammar.
+
+ABSTRACT_SYSTEM = (  # the abstract-single task (a draft uses DRAFT_ABSTRACT_SYSTEM)
+    "You write the abstract of a research paper from passages of its body. "
+    "Write one paragraph of about 150 words: the problem, the method, the main results."
+)
+SYNTHESIS_SYSTEM = ANSWER_SYSTEM  # every method of a task answers with the product's prompt
+CLAIM_SYSTEM = "You check a scientific claim against the numbered sources. Say if the claim is true or false."
+CLAIM_MARKER = "verdict:"
+CLAIM_GRAMMAR = r'''root ::= "verdict: " ("true" | "false")'''
+
+
+def abstract_task(title: str) -> str:
+    """The query of abstract-single: it names the paper (the title is no part of the reference)."""
+    return f'Write the abstract of the paper "{title}".'
+
+
+def task_user(query: str, sources: list[str]) -> str:
+    """The user turn of every generation task: numbered sources (when there are any), then the task."""
+    if not sources:
+        return f"Question: {query}"
+    return answer_user(query, sources)
+
+
+def claim_user(claim: str, sources: list[str]) -> str:
+    head = f"Sources:\n{numbered(sources)}\n\n" if sources else ""
+    return f"{head}Claim: {claim}\nIs the claim true or false?"
+
+
+# ----- evaluation: building and walking a summary tree ------------------------------------------------------
+
+SUMMARY_SYSTEM = "Summarise the passages in three sentences. Keep names, numbers and findings."
+SUMMARY_MAX_TOKENS = 96
+
+
+def summary_user(passages: list[str]) -> str:
+    return f"Passages:\n{numbered(passages)}\n\nSummary:"
+
+
+NAVIGATE_SYSTEM = "Pick the numbered summary most likely to hold what the question needs. Reply with its number."
+
+
+def navigate_user(query: str, summaries: list[str]) -> str:
+    return f"Summaries:\n{numbered(summaries)}\n\nQuestion: {query}\nNumber:"
+
+
+def navigate_grammar(n: int) -> str:
+    """Only the numbers 1..n can be written (a tiny model otherwise writes prose)."""
+    return "root ::= " + " | ".join(f'"{i}"' for i in range(1, n + 1))
+
+
+# ----- evaluation: the pairwise judge -----------------------------------------------------------------------
+
+JUDGE_SYSTEM = "You compare two answers with a reference answer. Say which answer is closer to the reference."
+JUDGE_MARKER = "better:"
+JUDGE_GRAMMAR = r'''root ::= "better: " ("1" | "2")'''
+
+
+def judge_user(query: str, reference: str, first: str, second: str) -> str:
+    return (f"Task: {query}\n\nReference: {reference}\n\nAnswer 1: {first}\n\nAnswer 2: {second}\n\n"
+            "Which answer is closer to the reference, 1 or 2?")

@@ -10,7 +10,7 @@ import pytest
 
 from copilot.config import Settings
 from copilot.embeddings import get_embedder
-from copilot.eval import prompts
+from copilot import prompts
 from copilot.eval.corpus import Bench, verdict_of
 from copilot.eval.judge import compare
 from copilot.eval.methods import make_methods

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot import prompts as product_prompts
+from copilot import prompts
 from copilot.config import Settings
 from copilot.embeddings import get_embedder
 from copilot.eval import list_runs, record_run, self_evolution_points
-from copilot.eval import prompts as eval_prompts
 from copilot.eval.methods import METHODS, parse_methods
 from copilot.eval.runner import EvalConfig, run_evaluation
 from copilot.eval.tasks import halves, load_task, sample_indices
@@ -34,25 +33,25 @@ class TaskLLM(ScriptedLLM):
             yield word + " "
 
     def _reply(self, system: str, user: str, options: GenerationOptions) -> str:
-        if system == product_prompts.THOUGHT_SYSTEM:
+        if system == prompts.THOUGHT_SYSTEM:
             options.probe.probabilities = {"yes": 0.8, "no": 0.2}
             question = user.split("Question:", 1)[1].split("Answer:", 1)[0].strip()
             answer = user.split("Answer:", 1)[1].split()
             return f"thought: Asked '{question}', the sources say {' '.join(answer[:12])}\nanswered: yes\n"
-        if system == product_prompts.WARMUP_SYSTEM:
+        if system == prompts.WARMUP_SYSTEM:
             words = [w.strip(".,()[]") for w in user.split()[1:40] if len(w) > 5][:6]
             return "\n".join(f"{n}. What does the passage say about {w.lower()}?" for n, w in enumerate(words, 1))
-        if system == eval_prompts.SUMMARY_SYSTEM:
+        if system == prompts.SUMMARY_SYSTEM:
             return "Summary: " + " ".join(user.split()[2:30])
-        if system == eval_prompts.NAVIGATE_SYSTEM:
+        if system == prompts.NAVIGATE_SYSTEM:
             return "1"
-        if system == eval_prompts.JUDGE_SYSTEM:
+        if system == prompts.JUDGE_SYSTEM:
             first = user.split("Answer 1:", 1)[1].split("Answer 2:", 1)[0]
             second = user.split("Answer 2:", 1)[1]
             pick = "1" if len(first.split()) >= len(second.split()) else "2"
             options.probe.probabilities = {pick: 0.7, "2" if pick == "1" else "1": 0.3}
             return f"better: {pick}"
-        if system == eval_prompts.CLAIM_SYSTEM:
+        if system == prompts.CLAIM_SYSTEM:
             options.probe.probabilities = {"true": 0.6, "false": 0.4}
             return "verdict: true"
         if "[1]" not in user:

@@ -13,7 +13,10 @@ from click.testing import CliRunner
 
 from copilot import cli as cli_module
 from copilot.engine import Copilot
+from copilot.errors import UserError
 from copilot.tasks.writing import (
+    RELATED_NEEDS_TITLE_OR_ABSTRACT,
+    SYNTHESIS_NEEDS_PAPERS,
     Citation,
     Draft,
     DraftError,
@@ -246,11 +249,11 @@ def test_markdown_and_json_export(copilot: Copilot, llm: ScriptedLLM) -> None:
 def test_repetition_heading_and_unfinished_sentence_are_cut(copilot: Copilot, llm: ScriptedLLM) -> None:
     llm.answers = ["**Synthesis**\nGraphs help search [1].\n\nGraphs help search [1].\n\nMore text here"]
     seen: list[str] = []
-    draft = draft_synthesis(copilot, ["graph"], user_id="local", on_text=seen.append)
+    draft = draft_synthesis(copilot, ["graph", "2020.s2orc"], user_id="local", on_text=seen.append)
     assert draft.text == "Graphs help search [1]."
     assert seen, "the text is shown as it grows"
     llm.answers = ["Graphs help search [1]. Embeddings help recommendation [1]. And then the"]
-    assert draft_synthesis(copilot, ["graph"], user_id="local").text == \
+    assert draft_synthesis(copilot, ["graph", "2020.s2orc"], user_id="local").text == \
         "Graphs help search [1]. Embeddings help recommendation [1]."
 
 
@@ -303,9 +306,28 @@ def test_related_work_needs_a_library_and_a_title(tmp_path: Path) -> None:
         draft_related_work(c, TITLE, ABSTRACT, user_id="local")
     with pytest.raises(DraftError, match="title or abstract"):
         draft_related_work(c, " ", "", user_id="local")
-    with pytest.raises(DraftError, match="at least one paper"):
+    with pytest.raises(DraftError, match="at least two different papers"):
         draft_synthesis(c, [], user_id="local")
     c.store.close()
+
+
+def test_a_synthesis_needs_two_different_papers(copilot: Copilot, llm: ScriptedLLM) -> None:
+    for ids in (["graph"], ["graph", " graph "], ["2004.07180", "arXiv:2004.07180"]):
+        with pytest.raises(DraftError) as raised:
+            draft_synthesis(copilot, ids, user_id="local")
+        assert str(raised.value) == SYNTHESIS_NEEDS_PAPERS == \
+            "Choose at least two different papers to write a synthesis of."
+    assert isinstance(raised.value, UserError) and llm.calls == [], "refused before any LLM call"
+
+
+def test_related_work_needs_a_title_or_an_abstract(copilot: Copilot, llm: ScriptedLLM) -> None:
+    with pytest.raises(UserError) as raised:
+        draft_related_work(copilot, " ", " \n", user_id="local")
+    assert str(raised.value) == RELATED_NEEDS_TITLE_OR_ABSTRACT == \
+        "Give your paper's title or abstract to write its related work."
+    llm.answers = ["Related [1].", "Related [1]."]
+    assert draft_related_work(copilot, TITLE, "", user_id="local").text == "Related [1].", "a title alone is enough"
+    assert draft_related_work(copilot, "", ABSTRACT, user_id="local").text == "Related [1].", "so is an abstract"
 
 
 # ----- the command line ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.engine import source_text, trim_repetition
-from copilot.eval import prompts
+from copilot import prompts
 from copilot.eval.tasks import Item, Task
 from copilot.llm import ChatModel, ChoiceProbe
 from copilot.retrieval import pack_context

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from copilot.eval import prompts
+from copilot import prompts
 from copilot.eval.metrics import combine_orders
 from copilot.eval.tree import clip_words
 from copilot.llm import ChatModel, ChoiceProbe

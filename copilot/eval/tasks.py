@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from copilot.config import SHARED_DATA_DIR
-from copilot.eval import prompts
+from copilot import prompts
 
 TASKS = ("abstract-single", "synthesis", "claims")
 DEFAULT_DATA = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from copilot.eval import prompts
+from copilot import prompts
 from copilot.llm import ChatModel
 
 

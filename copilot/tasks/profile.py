@@ -9,10 +9,19 @@ deadline is ..."); a cheap rule picks them out, so keeping them costs no LLM cal
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from copilot import writing_prompts as wp
+from copilot import prompts
+from copilot.errors import ComponentError, UserError
 from copilot.storage import Store
+from copilot.tasks.writing.generation import generate
+from copilot.tasks.writing.sources import truncate_tokens
 from copilot.types import Memory, Profile
+from ingest.arxiv_client import ArxivClient
+from ingest.errors import ArxivError
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
 
 MAX_PERSONA_CHARS = 1500
 MAX_SOURCE_CHARS = 200
@@ -37,13 +46,13 @@ def save_profile(store: Store, user_id: str, persona: str, source: str = "manual
     """Keep ``persona`` as the user's profile (replacing any earlier one); refuses empty or overlong text."""
     persona, source = _clean(persona), _clean(source) or "manual"
     if not user_id:
-        raise ValueError("A profile needs a user.")
+        raise UserError("A profile needs a user.")
     if not persona:
-        raise ValueError("The persona is empty: describe your research in a sentence or two.")
+        raise UserError("The persona is empty: describe your research in a sentence or two.")
     if len(persona) > MAX_PERSONA_CHARS:
-        raise ValueError(f"The persona is {len(persona)} characters; keep it under {MAX_PERSONA_CHARS}.")
+        raise UserError(f"The persona is {len(persona)} characters; keep it under {MAX_PERSONA_CHARS}.")
     if len(source) > MAX_SOURCE_CHARS:
-        raise ValueError(f"The profile source is longer than {MAX_SOURCE_CHARS} characters.")
+        raise UserError(f"The profile source is longer than {MAX_SOURCE_CHARS} characters.")
     return store.profiles.save(user_id, persona, source)
 
 
@@ -62,58 +71,50 @@ def _first_sentences(text: str, max_chars: int) -> str:
     return cut[:end + 1] if end > 0 else cut.rsplit(" ", 1)[0] + " …"
 
 
-def _persona_call(copilot, user: str) -> str:  # noqa: ANN001
-    from copilot.tasks.writing import generate
-
-    text, _ = generate(copilot, wp.PERSONA_SYSTEM, user, max_tokens=PERSONA_MAX_TOKENS)
+def _persona_call(copilot: Copilot, user: str) -> str:
+    text, _ = generate(copilot, prompts.PERSONA_SYSTEM, user, max_tokens=PERSONA_MAX_TOKENS)
     return _first_sentences(_clean(text), MAX_PERSONA_CHARS)
 
 
-def profile_from_text(copilot, text: str, *, user_id: str) -> str:  # noqa: ANN001
+def profile_from_text(copilot: Copilot, text: str, *, user_id: str) -> str:
     """A short research persona from pasted text (a bio, a homepage): kept as is when already short, else
     summarised by one LLM call. Not saved: the caller shows it and saves it with :func:`save_profile`."""
-    from copilot.tasks.writing import truncate_tokens
-
     text = _clean(text)
     if not text:
-        raise ValueError("Paste some text about your research first.")
+        raise UserError("Paste some text about your research first.")
     if len(text.split()) <= SHORT_TEXT_WORDS and len(text) <= MAX_PERSONA_CHARS:
         return text
     budget = copilot.settings.context_budget_tokens
-    persona = _persona_call(copilot, wp.persona_from_text_user(truncate_tokens(text, budget, copilot.llm.count_tokens)))
+    shown = truncate_tokens(text, budget, copilot.llm.count_tokens)
+    persona = _persona_call(copilot, prompts.persona_from_text_user(shown))
     # A model that writes nothing usable must not erase what the user gave: fall back to their own words.
     return persona if len(persona.split()) >= 5 else _first_sentences(text, 400)
 
 
-def profile_from_author(copilot, author: str, *, user_id: str, arxiv_client=None,  # noqa: ANN001
-                        max_papers: int = 10) -> str:
+def profile_from_author(copilot: Copilot, author: str, *, user_id: str,
+                        arxiv_client: ArxivClient | None = None, max_papers: int = 10) -> str:
     """A research persona from an author's arXiv papers (an ``au:`` search, newest first), one LLM call.
 
-    Raises ValueError when the name is empty or arXiv has no papers by it, RuntimeError when arXiv cannot be
+    Raises UserError when the name is empty or arXiv has no papers by it, ComponentError when arXiv cannot be
     reached; both messages can be shown to the user as they are.
     """
-    from copilot.tasks.writing import truncate_tokens
-    from ingest.errors import ArxivError
-
     author = _clean(author)
     if not author:
-        raise ValueError("Type an author's name as arXiv spells it, e.g. \"Kyle Lo\".")
+        raise UserError("Type an author's name as arXiv spells it, e.g. \"Kyle Lo\".")
     try:
         if arxiv_client is None:
-            from ingest.arxiv_client import ArxivClient
-
             arxiv_client = ArxivClient(num_retries=1)
         papers = arxiv_client.by_author(author, max_results=max_papers)
     except ArxivError as exc:
-        raise RuntimeError(f"Could not search arXiv for papers by {author}: {exc}") from exc
+        raise ComponentError(f"Could not search arXiv for papers by {author}: {exc}") from exc
     except OSError as exc:
-        raise RuntimeError(f"Could not search arXiv for papers by {author}: {exc}. Paste a short bio "
+        raise ComponentError(f"Could not search arXiv for papers by {author}: {exc}. Paste a short bio "
                            "instead.") from exc
     if not papers:
-        raise ValueError(f"arXiv has no papers by \"{author}\"; check the spelling, or paste a short bio instead.")
+        raise UserError(f"arXiv has no papers by \"{author}\"; check the spelling, or paste a short bio instead.")
     budget = max(40, copilot.settings.context_budget_tokens // len(papers))
     shown = [truncate_tokens(f"{p.title}. {p.abstract}", budget, copilot.llm.count_tokens) for p in papers]
-    persona = _persona_call(copilot, wp.persona_from_papers_user(author, shown))
+    persona = _persona_call(copilot, prompts.persona_from_papers_user(author, shown))
     if len(persona.split()) < 5:  # nothing usable: say plainly what the papers are about
         persona = _first_sentences(f"A researcher whose recent arXiv papers include: "
                                    f"{'; '.join(p.title for p in papers[:5])}.", MAX_PERSONA_CHARS)
@@ -128,7 +129,7 @@ def list_memories(store: Store, user_id: str) -> list[Memory]:
     return store.memories.list(user_id)
 
 
-def delete_memory(store_or_copilot, memory_id: int, user_id: str) -> bool:  # noqa: ANN001
+def delete_memory(store_or_copilot: Store | Copilot, memory_id: int, user_id: str) -> bool:
     """Delete one of the user's memories with its vector; another user's memory is never touched (False)."""
     store: Store = getattr(store_or_copilot, "store", store_or_copilot)
     return store.memories.delete(int(memory_id), user_id)

@@ -14,24 +14,21 @@ import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from copilot import writing_prompts as wp
+from copilot import prompts
+from copilot.storage import Store
+from copilot.tasks.profile import persona_for_prompt
+from copilot.tasks.writing.citations import CITATION_MARKER, citation_from_paper, citation_numbers, cite_mentions
+from copilot.tasks.writing.generation import generate
+from copilot.tasks.writing.model import Citation, DraftError
+from copilot.tasks.writing.sources import body_chunks, library_for, truncate_tokens
 from copilot.types import Paper
-from copilot.tasks.writing import (
-    CITATION_MARKER,
-    Citation,
-    DraftError,
-    body_chunks,
-    citation_from_paper,
-    citation_numbers,
-    cite_mentions,
-    generate,
-    library_for,
-    truncate_tokens,
-)
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
 
 IDEAS_MAX_TOKENS = 300
 IDEA_SOURCE_TOKENS = 150  # per paper shown to the model: title and the start of its abstract
@@ -192,7 +189,7 @@ def extract_keywords(texts: list[str], k: int = N_KEYWORDS) -> list[str]:
 # ----- papers ------------------------------------------------------------------------------------------
 
 
-def _paper_vector(store, paper_id: str) -> np.ndarray | None:  # noqa: ANN001
+def _paper_vector(store: Store, paper_id: str) -> np.ndarray | None:
     vectors = [c.vector for c in store.chunks.of_paper(paper_id, vectors=True)
                if c.section is not None and c.section != "References"]
     if not vectors:
@@ -201,7 +198,7 @@ def _paper_vector(store, paper_id: str) -> np.ndarray | None:  # noqa: ANN001
     return mean / (np.linalg.norm(mean) or 1.0)
 
 
-def recent_papers(copilot, *, user_id: str, persona: str | None, paper_ids: list[str] | None,  # noqa: ANN001
+def recent_papers(copilot: Copilot, *, user_id: str, persona: str | None, paper_ids: list[str] | None,
                   max_papers: int) -> list[Paper]:
     """The newest papers ``user_id`` may see (by publication date, else when they were added).
 
@@ -227,7 +224,7 @@ def recent_papers(copilot, *, user_id: str, persona: str | None, paper_ids: list
     return [p for p in found if p is not None]
 
 
-def _paper_text(copilot, paper: Paper) -> str:  # noqa: ANN001
+def _paper_text(copilot: Copilot, paper: Paper) -> str:
     """Title and abstract; a paper without an abstract lends its first body chunks instead."""
     text = paper.abstract or " ".join(c.text for c in body_chunks(copilot.store, paper.id)[:3])
     return f"{paper.title or ''}. {text}"
@@ -269,8 +266,8 @@ def parse_ideas(reply: str, sources: list[Citation]) -> list[Idea]:
     """Ideas from a reply: one per line (or per sentence when the model wrote a paragraph), at most five.
 
     ``[n]`` markers map to ``sources[n-1]``, and so does naming a paper by its short name (its title, see
-    :func:`copilot.tasks.writing.cite_mentions`); markers naming no paper are dropped; an idea citing nothing is
-    attached to every paper of the context, marked as not cited.
+    :func:`copilot.tasks.writing.citations.cite_mentions`); markers naming no paper are dropped; an idea citing
+    nothing is attached to every paper of the context, marked as not cited.
     """
     paper_ids = [s.paper_id for s in sources]
     lines = [_LIST_MARKER.sub("", line).strip() for line in reply.splitlines()]
@@ -293,14 +290,12 @@ def parse_ideas(reply: str, sources: list[Citation]) -> list[Idea]:
     return ideas
 
 
-def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: list[str] | None = None,  # noqa: ANN001
+def trends_and_ideas(copilot: Copilot, *, user_id: str, persona: str | None, paper_ids: list[str] | None = None,
                      max_papers: int = 8) -> Trends:
     """Trend keywords and 3 to 5 cited research ideas from the user's persona and their newest papers.
 
     ``persona`` None falls back to the stored one (see :mod:`copilot.tasks.profile`). One LLM call.
     """
-    from copilot.tasks.profile import persona_for_prompt
-
     start = time.perf_counter()
     persona = (persona or "").strip() or persona_for_prompt(copilot.store, user_id)
     papers = recent_papers(copilot, user_id=user_id, persona=persona, paper_ids=paper_ids, max_papers=max_papers)
@@ -314,8 +309,8 @@ def trends_and_ideas(copilot, *, user_id: str, persona: str | None, paper_ids: l
     t1 = time.perf_counter()
     budget = max(60, min(IDEA_SOURCE_TOKENS, copilot.settings.context_budget_tokens // len(papers)))
     shown = [truncate_tokens(t, budget, copilot.llm.count_tokens) for t in texts]
-    reply, calls = generate(copilot, wp.IDEAS_SYSTEM, wp.ideas_user(persona, shown, keywords),
-                            max_tokens=IDEAS_MAX_TOKENS, shots=[wp.IDEAS_SHOT])
+    reply, calls = generate(copilot, prompts.IDEAS_SYSTEM, prompts.ideas_user(persona, shown, keywords),
+                            max_tokens=IDEAS_MAX_TOKENS, shots=[prompts.IDEAS_SHOT])
     citations = [citation_from_paper(n, p) for n, p in enumerate(papers, start=1)]
     ideas = parse_ideas(reply, citations)
     timings["ideas_ms"] = round(1000 * (time.perf_counter() - t1), 1)

@@ -11,9 +11,14 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from copilot import prompts
+from copilot.errors import NotFound
 from copilot.llm import ChatModel
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
 
 _PREFIX = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):]|[A-Ea-e][.):]|(?:question|q)\s*\d*\s*[-:.)]?)\s*", re.IGNORECASE)
 MAX_ATTEMPTS = 3
@@ -53,13 +58,13 @@ def simulated_questions(llm: ChatModel, prompt: str, n: int, *, temperature: flo
     return found[:n], calls
 
 
-def warm_up(copilot, paper_id: str, *, user_id: str, n_abstract: int = 5, n_paragraph: int = 5,  # noqa: ANN001
+def warm_up(copilot: Copilot, paper_id: str, *, user_id: str, n_abstract: int = 5, n_paragraph: int = 5,
             seed: int = 0, progress: Callable[[float, str], None] | None = None) -> WarmupReport:
-    """Ask simulated questions about ``paper_id`` through ``copilot`` (a :class:`copilot.engine.Copilot`)."""
+    """Ask simulated questions about ``paper_id`` through ``copilot``, each answered and distilled into a thought."""
     store = copilot.store
     paper = store.papers.get(paper_id)
     if paper is None:
-        raise ValueError(f"No paper '{paper_id}' in the library.")
+        raise NotFound(f"No paper '{paper_id}' in the library.")
     body = [c.text for c in store.chunks.of_paper(paper_id) if c.section is not None and c.section != "Abstract"]
     report = WarmupReport(paper_id)
     questions, calls = simulated_questions(

@@ -119,8 +119,9 @@ def draft_synthesis(copilot: Copilot, paper_ids: list[str], *, user_id: str,
     wanted = _unique(paper_ids)
     if len(wanted) < MIN_SYNTHESIS_PAPERS:
         raise DraftError(SYNTHESIS_NEEDS_PAPERS)
+    # Each paper once, in the order first named: two references (an id and an arXiv URL) may name one paper.
     papers = list({p.id: p for p in (visible_paper(copilot, ref, user_id) for ref in wanted)}.values())
-    if len(papers) < MIN_SYNTHESIS_PAPERS:  # two references to one paper
+    if len(papers) < MIN_SYNTHESIS_PAPERS:
         raise DraftError(SYNTHESIS_NEEDS_PAPERS)
     budget = max(60, min(MAX_SOURCE_TOKENS, copilot.settings.context_budget_tokens // len(papers)))
     sources = [citation_from_paper(i, p) for i, p in enumerate(papers, start=1)]

@@ -13,15 +13,19 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 from tqdm import tqdm
 
 from copilot.bench.cli import bench
-from copilot.config import Settings, apply_offline_defaults
+from copilot.config import Settings, apply_offline_defaults, get_settings
 from copilot.errors import SHOWN, one_line
-from copilot.library import Library
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
+    from copilot.library import Library
+    from copilot.thoughts import ThoughtMemory
 
 _T = TypeVar("_T")
 
@@ -36,7 +40,7 @@ class _ShownErrors:
 
     def invoke(self, ctx: click.Context) -> object:
         try:
-            return super().invoke(ctx)  # type: ignore[misc]
+            return super().invoke(ctx)
         except SHOWN as exc:
             click.echo(f"error: {one_line(exc)}", err=True)
             ctx.exit(1)
@@ -53,8 +57,6 @@ class Command(_ShownErrors, click.Command):
 @click.group(cls=Commands, help="Paper Copilot: an academic copilot with thought memory. `papers add` gets "
              "papers in, `ask` answers from them with citations; every command takes --help.")
 def cli() -> None:
-    from copilot.config import apply_offline_defaults, get_settings
-
     apply_offline_defaults(get_settings())
 
 
@@ -187,7 +189,7 @@ def thoughts() -> None:
     pass
 
 
-def _memory(data_dir: str | None):  # noqa: ANN202
+def _memory(data_dir: str | None) -> ThoughtMemory:
     from copilot.storage import Store
     from copilot.thoughts import ThoughtMemory
 
@@ -279,7 +281,7 @@ def _ids(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text else None
 
 
-def _run_task(task, data_dir: str | None):  # noqa: ANN001, ANN202 - task(copilot) -> result
+def _run_task(task: Callable[[Copilot], _T], data_dir: str | None) -> _T:
     """Open the copilot and run ``task``; a user-facing failure ends the command with one ``error:`` line."""
     from copilot.engine import Copilot
     from copilot.llm import LLMError
@@ -295,7 +297,15 @@ def _run_task(task, data_dir: str | None):  # noqa: ANN001, ANN202 - task(copilo
         copilot.store.close()
 
 
-def _show(result, as_json: bool, out: str | None) -> None:  # noqa: ANN001 - a Draft or Trends
+class _Written(Protocol):
+    """A written result (a draft, trends and ideas): Markdown to read, a dict to print as JSON."""
+
+    def to_markdown(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def _show(result: _Written, as_json: bool, out: str | None) -> None:
     """Print JSON or Markdown; ``out`` also writes the Markdown to a file."""
     markdown = result.to_markdown()
     if out:
@@ -374,6 +384,7 @@ def ideas(user_id: str, persona: str | None, papers: str | None, max_papers: int
 @click.option("--data-dir", default=None)
 def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as_json: bool,
             data_dir: str | None) -> None:
+    from copilot.library import Library
     from copilot.tasks.refresh import followed_categories, refresh_categories
 
     library = Library.open(_settings(data_dir))
@@ -411,6 +422,8 @@ def _library_settings(data_dir: str | None) -> Settings:
 
 
 def _library(data_dir: str | None) -> Library:
+    from copilot.library import Library  # the storage and embedding modules load only for a command that needs them
+
     return Library.open(_library_settings(data_dir))
 
 

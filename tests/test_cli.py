@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from copilot import cli as cli_module
 from copilot.bench.cli import bench
 from copilot.cli import cli
 from copilot.library import Library
@@ -50,6 +49,6 @@ def test_any_other_exception_is_not_hidden(tmp_path: Path, monkeypatch: pytest.M
     def broken(self: Library, user_id: str | None = None) -> list:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(cli_module.Library, "list", broken)
+    monkeypatch.setattr(Library, "list", broken)
     result = CliRunner().invoke(cli, ["papers", "list", "--data-dir", str(tmp_path / "data")])
     assert result.exit_code == 1 and isinstance(result.exception, KeyError)

@@ -1,47 +1,62 @@
-"""The ``python -m copilot`` command line: a thin shell over the engine's functions."""
+"""The ``python -m copilot`` command line: a thin shell over the engine's functions.
+
+``papers`` gets papers into the library (add, list, show, remove), ``bench`` runs the benchmarks of
+:mod:`copilot.bench`, and the other commands ask, write and keep the instance. An error a user sees
+(:data:`copilot.errors.SHOWN`: an unusable database, a paper that cannot be added, an LLM that cannot answer) ends
+any command with one ``error:`` line and exit status 1.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
+from tqdm import tqdm
 
-from copilot.config import Settings
+from copilot.bench.cli import bench
+from copilot.config import Settings, apply_offline_defaults, get_settings
+from copilot.errors import SHOWN, one_line
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
+    from copilot.library import Library
+    from copilot.thoughts import ThoughtMemory
+
+_T = TypeVar("_T")
 
 
 def _settings(data_dir: str | None) -> Settings:
     return Settings(data_dir=data_dir) if data_dir else Settings()
 
 
-class _StorageErrors:
-    """Ends a command with one ``error:`` line and exit status 1 when the database cannot be used (damaged, a
-    directory, no permission): the message comes from the storage layer."""
+class _ShownErrors:
+    """Ends a command with one ``error:`` line and exit status 1 for an error a user sees (``SHOWN``); the
+    message is the error's own."""
 
-    def invoke(self, ctx: click.Context):  # noqa: ANN201 - whatever the command returns
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except Exception as exc:
-            from copilot.storage import StorageError
-
-            if not isinstance(exc, StorageError):
-                raise
-            click.echo(f"error: {exc}", err=True)
+        except SHOWN as exc:
+            click.echo(f"error: {one_line(exc)}", err=True)
             ctx.exit(1)
 
 
-class Commands(_StorageErrors, click.Group):
-    """A command group whose every command reports an unusable database in one line."""
+class Commands(_ShownErrors, click.Group):
+    """A command group whose every command ends an error a user sees with its one line."""
 
 
-class Command(_StorageErrors, click.Command):
-    """A single command that reports an unusable database in one line."""
+class Command(_ShownErrors, click.Command):
+    """A single command that ends an error a user sees with its one line."""
 
 
-@click.group(cls=Commands, help="Paper Copilot: an academic copilot with thought memory.")
+@click.group(cls=Commands, help="Paper Copilot: an academic copilot with thought memory. `papers add` gets "
+             "papers in, `ask` answers from them with citations; every command takes --help.")
 def cli() -> None:
-    from copilot.config import apply_offline_defaults, get_settings
-
     apply_offline_defaults(get_settings())
 
 
@@ -94,7 +109,7 @@ def reindex(data_dir: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the verdict line.")
 def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
     from copilot.config import backend_of
-    from copilot.storage import StorageError, Store, StoreError
+    from copilot.storage import StorageError, Store
     from copilot.storage.copy import copy_store
     from copilot.storage.store import SERVER_BACKENDS
     from copilot.storage.postgres import PostgresStore
@@ -112,13 +127,7 @@ def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
     with Store(settings.db_path, settings.index_dir, options) as source, \
             PostgresStore(url, options, settings.database_pool_size) as target:
         click.echo(f"copying {settings.db_path} into {target.where}", err=True)
-        try:
-            report = copy_store(source, target, batch=batch, progress=progress)
-        except StoreError as exc:
-            if isinstance(exc, StorageError):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+        report = copy_store(source, target, batch=batch, progress=progress)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     if not report.ok:
@@ -180,7 +189,7 @@ def thoughts() -> None:
     pass
 
 
-def _memory(data_dir: str | None):  # noqa: ANN202
+def _memory(data_dir: str | None) -> ThoughtMemory:
     from copilot.storage import Store
     from copilot.thoughts import ThoughtMemory
 
@@ -249,14 +258,12 @@ def thoughts_delete(thought_id: int, as_json: bool, data_dir: str | None) -> Non
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--data-dir", default=None)
 def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: str | None) -> None:
-    from dataclasses import asdict
-
     from copilot.engine import Copilot
     from copilot.tasks.warmup import warm_up
 
     copilot = Copilot.open(_settings(data_dir))
     if not copilot.store.papers.exists(paper_id):
-        click.echo(f"error: no paper '{paper_id}'; `python -m ingest list` shows the ids", err=True)
+        click.echo(f"error: no paper '{paper_id}'; `python -m copilot papers list` shows the ids", err=True)
         sys.exit(1)
     report = warm_up(copilot, paper_id, user_id=user_id, n_abstract=n_each, n_paragraph=n_each)
     if as_json:
@@ -274,7 +281,7 @@ def _ids(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text else None
 
 
-def _run_task(task, data_dir: str | None):  # noqa: ANN001, ANN202 - task(copilot) -> result
+def _run_task(task: Callable[[Copilot], _T], data_dir: str | None) -> _T:
     """Open the copilot and run ``task``; a user-facing failure ends the command with one ``error:`` line."""
     from copilot.engine import Copilot
     from copilot.llm import LLMError
@@ -290,10 +297,16 @@ def _run_task(task, data_dir: str | None):  # noqa: ANN001, ANN202 - task(copilo
         copilot.store.close()
 
 
-def _show(result, as_json: bool, out: str | None) -> None:  # noqa: ANN001 - a Draft or Trends
-    """Print JSON or Markdown; ``out`` also writes the Markdown to a file."""
-    from pathlib import Path
+class _Written(Protocol):
+    """A written result (a draft, trends and ideas): Markdown to read, a dict to print as JSON."""
 
+    def to_markdown(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def _show(result: _Written, as_json: bool, out: str | None) -> None:
+    """Print JSON or Markdown; ``out`` also writes the Markdown to a file."""
     markdown = result.to_markdown()
     if out:
         Path(out).write_text(markdown, encoding="utf-8")
@@ -371,8 +384,8 @@ def ideas(user_id: str, persona: str | None, papers: str | None, max_papers: int
 @click.option("--data-dir", default=None)
 def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as_json: bool,
             data_dir: str | None) -> None:
-    from copilot.tasks.refresh import followed_categories, refresh_categories
     from copilot.library import Library
+    from copilot.tasks.refresh import followed_categories, refresh_categories
 
     library = Library.open(_settings(data_dir))
     try:
@@ -395,3 +408,161 @@ def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as
             click.echo(f"  failed: {error}", err=True)
     if result.errors and not result.added and not result.skipped:
         sys.exit(1)
+
+
+# ----- papers ------------------------------------------------------------------------------------------
+
+data_dir_option = click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
+
+
+def _library_settings(data_dir: str | None) -> Settings:
+    settings = _settings(data_dir)
+    apply_offline_defaults(settings)
+    return settings
+
+
+def _library(data_dir: str | None) -> Library:
+    from copilot.library import Library  # the storage and embedding modules load only for a command that needs them
+
+    return Library.open(_library_settings(data_dir))
+
+
+def _on_library(data_dir: str | None, action: Callable[[Library], _T]) -> _T:
+    """Run ``action`` on the library, then close it."""
+    library = _library(data_dir)
+    try:
+        return action(library)
+    finally:
+        library.store.close()
+
+
+class _Bar:
+    """Adapts the library's (fraction, message) progress to a tqdm bar."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._bar = tqdm(total=100, disable=not enabled, bar_format="{l_bar}{bar}| {elapsed}", file=sys.stderr)
+
+    def __call__(self, fraction: float, message: str) -> None:
+        self._bar.set_description_str(message[:60])
+        self._bar.n = int(round(100 * min(max(fraction, 0.0), 1.0)))
+        self._bar.refresh()
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+@cli.group(cls=Commands, help="Get papers into the Paper Copilot library.")
+def papers() -> None:
+    pass
+
+
+@papers.command(help="Add a paper: an arXiv id or URL, a PDF path, or the results of --search / --author.")
+@click.argument("source", required=False)
+@click.option("--search", "query", default=None, help="Free-text arXiv search; adds the top results.")
+@click.option("--author", default=None, help="Add papers by this author (an arXiv au: search).")
+@click.option("--max", "max_results", default=5, show_default=True, help="How many search results to add.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--warmup", "warmup_questions", default=0, show_default=True,
+              help="Seed thoughts: ask this many simulated questions from the abstract and from a paragraph.")
+@data_dir_option
+def add(source: str | None, query: str | None, author: str | None, max_results: int, as_json: bool, quiet: bool,
+        warmup_questions: int, data_dir: str | None) -> None:
+    if sum(x is not None for x in (source, query, author)) != 1:
+        raise click.UsageError("give exactly one of: an arXiv id / PDF path, --search, --author")
+    library = _library(data_dir)
+    bar = _Bar(enabled=not quiet and not as_json)
+    failures: list[tuple[str, str]] = []
+    try:
+        if query is not None or author is not None:
+            found = (library.arxiv.search(query, max_results=max_results) if query is not None
+                     else library.arxiv.by_author(author, max_results=max_results))
+            results, failures = library.add_many(found, progress=bar)
+        elif source is not None and (source.lower().endswith(".pdf") or Path(source).exists()):
+            results = [library.add_pdf(Path(source), progress=bar)]
+        else:
+            results = [library.add_arxiv(source, progress=bar)]
+    finally:
+        bar.close()
+    warmups = _warm_up([r.paper_id for r in results if r.added], warmup_questions, data_dir, library)
+    if as_json:
+        click.echo(json.dumps({"results": [asdict(r) for r in results], "warmup": warmups,
+                               "failures": [{"id": i, "error": e} for i, e in failures]}, indent=2))
+    else:
+        for r in results:
+            state = "added" if r.added else "already in your library"
+            click.echo(f"{r.paper_id}: {state}: {r.title} ({r.n_pages} pages, {r.n_chunks} chunks)")
+            for warning in r.warnings:
+                click.echo(f"  warning: {warning}")
+        for paper_id, error in failures:
+            click.echo(f"{paper_id}: failed: {error}", err=True)
+    if failures and not results:
+        sys.exit(1)
+
+
+def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library: Library) -> list[dict]:
+    """Run the warm-up questions for newly added papers (see ``copilot.tasks.warmup``)."""
+    if n_each <= 0 or not paper_ids:
+        return []
+    from copilot.engine import Copilot  # the engine and the LLM load only when there are questions to ask
+    from copilot.llm import get_llm
+    from copilot.tasks.warmup import warm_up
+
+    settings = _library_settings(data_dir)
+    copilot = Copilot(settings, library.store, library.embedder, get_llm(settings))
+    reports = []
+    for paper_id in paper_ids:
+        report = warm_up(copilot, paper_id, user_id="local", n_abstract=n_each, n_paragraph=n_each)
+        reports.append(asdict(report))
+    return reports
+
+
+@papers.command(name="list", help="List the papers in the library.")
+@click.option("--json", "as_json", is_flag=True)
+@data_dir_option
+def list_papers(as_json: bool, data_dir: str | None) -> None:
+    listed = [asdict(p) for p in _on_library(data_dir, lambda library: library.list())]
+    if as_json:
+        click.echo(json.dumps(listed, indent=2))
+        return
+    if not listed:
+        click.echo("The library is empty: `python -m copilot papers add 2104.12255` or a PDF path adds one.")
+    for p in listed:
+        click.echo(f"{p['id']:<22} {p['n_pages'] or 0:>3}p {p['n_chunks']:>4} chunks  {p['title']}")
+
+
+@papers.command(help="Show one paper: metadata, and with --sections its section tree.")
+@click.argument("paper_id")
+@click.option("--sections", is_flag=True, help="Include the section tree.")
+@click.option("--json", "as_json", is_flag=True)
+@data_dir_option
+def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> None:
+    paper = asdict(_on_library(data_dir, lambda library: library.show(paper_id)))
+    if not sections:
+        paper.pop("sections", None)
+    paper["n_references"] = len(paper.pop("references"))
+    if as_json:
+        click.echo(json.dumps(paper, indent=2))
+        return
+    click.echo(f"{paper['id']}: {paper['title']}")
+    if paper.get("authors"):
+        click.echo("  " + ", ".join(paper["authors"]))
+    click.echo(f"  {paper['n_pages']} pages, {paper['n_chunks']} chunks, {paper['n_references']} references")
+    if paper.get("abstract"):
+        click.echo(f"  Abstract: {paper['abstract'][:400]}")
+    for s in paper.get("sections", []):
+        click.echo(f"  {'  ' * (s['level'] - 1)}- {s['title']} (p. {s['page_start']}-{s['page_end']})")
+
+
+@papers.command(help="Remove a paper with its chunks and vectors; thoughts built on it are flagged.")
+@click.argument("paper_id")
+@data_dir_option
+def remove(paper_id: str, data_dir: str | None) -> None:
+    result = _on_library(data_dir, lambda library: library.remove(paper_id))
+    click.echo(f"removed {result.paper_id}: {result.chunks_removed} chunks, "
+               f"{result.thoughts_flagged} thoughts flagged")
+
+
+# ----- benchmarks --------------------------------------------------------------------------------------
+
+cli.add_command(bench)

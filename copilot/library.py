@@ -15,17 +15,19 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from copilot import embeddings
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.storage import Store, utc_now
 from copilot.types import Chunk, Paper, PaperSummary
+from ingest.arxiv_client import ArxivClient, parse_arxiv_id
 from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import being_written, download_pdf, stage_upload, stored_name
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
-from ingest.models import PaperMetadata, ParsedPaper, Progress, no_progress
+from ingest.models import PaperChunk, PaperMetadata, ParsedPaper, Progress, no_progress
 
 LOCAL_USER = "local"
 
@@ -56,6 +58,11 @@ def upload_paper_id(sha256: str, owner: str) -> str:
     return "pdf-" + hashlib.sha256(f"{owner}\0{sha256}".encode()).hexdigest()[:12]
 
 
+def as_chunk(chunk: PaperChunk) -> Chunk:
+    """The chunk record the store keeps, for a chunk cut by :func:`ingest.chunking.chunk_paper`."""
+    return Chunk(**asdict(chunk))
+
+
 class Library:
     """Papers of one data directory."""
 
@@ -66,7 +73,7 @@ class Library:
         *,
         embedder: Embedder | None = None,
         settings: Settings | None = None,
-        arxiv=None,  # noqa: ANN001 - an ingest.arxiv_client.ArxivClient, created on first use
+        arxiv: ArxivClient | None = None,  # created on first use
         chunking: ChunkingOptions | None = None,
     ) -> None:
         self.store = store
@@ -78,7 +85,7 @@ class Library:
 
     @classmethod
     def open(cls, settings: Settings, *, store: Store | None = None, embedder: Embedder | None = None,
-             arxiv=None) -> Library:  # noqa: ANN001
+             arxiv: ArxivClient | None = None) -> Library:
         return cls(store or Store.open(settings), settings.data_dir / "pdfs", embedder=embedder, settings=settings,
                    arxiv=arxiv)
 
@@ -86,16 +93,12 @@ class Library:
     def embedder(self) -> Embedder:
         """Loaded on first use: listing or removing papers needs no model."""
         if self._embedder is None:
-            from copilot.embeddings import get_embedder
-
-            self._embedder = get_embedder(self._settings)
+            self._embedder = embeddings.get_embedder(self._settings)
         return self._embedder
 
     @property
-    def arxiv(self):  # noqa: ANN201
+    def arxiv(self) -> ArxivClient:
         if self._arxiv is None:
-            from ingest.arxiv_client import ArxivClient
-
             self._arxiv = ArxivClient()
         return self._arxiv
 
@@ -106,8 +109,6 @@ class Library:
         papers = self.store.papers
         if papers.exists(paper_ref):
             return paper_ref
-        from ingest.arxiv_client import parse_arxiv_id
-
         try:
             arxiv_id, _ = parse_arxiv_id(paper_ref)
         except InvalidArxivId:
@@ -122,7 +123,8 @@ class Library:
         """One paper with its metadata, sections (title, level, pages) and reference count."""
         paper_id = self.resolve(paper_ref)
         if paper_id is None:
-            raise IngestError(f"No paper '{paper_ref}' in the library; `python -m ingest list` shows what is there.")
+            raise IngestError(f"No paper '{paper_ref}' in the library; `python -m copilot papers list` shows what is "
+                              "there.")
         paper = self.store.papers.get(paper_id, user_id)
         if paper is None:
             raise IngestError(f"No paper '{paper_ref}' in the library.")
@@ -185,7 +187,7 @@ class Library:
     def _add_parsed(self, staged: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
                     progress: Progress, *, name: str) -> AddResult:
         """Parse, chunk and embed the staged PDF, then store it; ``name`` is the file as the user knows it."""
-        from ingest.pdf import parse_pdf
+        from ingest.pdf import parse_pdf  # PyMuPDF takes most of a second to load; only an add needs it
 
         seconds: dict[str, float] = {}
         start = time.perf_counter()
@@ -197,7 +199,7 @@ class Library:
 
         start = time.perf_counter()
         progress(0.3, "Splitting into chunks")
-        chunks = chunk_paper(paper_id, parsed, self.embedder.tokenizer, self.chunking)
+        chunks = [as_chunk(c) for c in chunk_paper(paper_id, parsed, self.embedder.tokenizer, self.chunking)]
         if not any(c.section != "Abstract" for c in chunks):
             raise PDFError(f"{name}: no body text could be extracted, so there is nothing to search.")
         seconds["chunk"] = time.perf_counter() - start
@@ -256,8 +258,6 @@ class Library:
 
     def add_arxiv(self, ref: str, *, user_id: str = LOCAL_USER, progress: Progress = no_progress) -> AddResult:
         """Add an arXiv paper by id or URL: metadata, PDF download, parse, chunks, vectors."""
-        from ingest.arxiv_client import parse_arxiv_id
-
         arxiv_id, _ = parse_arxiv_id(ref)
         found = self._existing(arxiv_id)
         if found:

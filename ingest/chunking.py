@@ -9,13 +9,20 @@ is near, so chunks read as complete sentences.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from copilot.types import Chunk
-from ingest.models import ParsedPaper
+from ingest.models import PaperChunk, ParsedPaper
 
 ABSTRACT_SECTION = "Abstract"
 _SENTENCE_END = re.compile(r"[.!?][)\]\"']?\s")
+
+
+class Tokenizer(Protocol):
+    """The embedder's tokenizer (a ``transformers`` tokenizer): called on a text, it gives token offsets."""
+
+    def __call__(self, text: str, **kwargs: Any) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class ChunkingOptions:
             raise ValueError("overlap_tokens must be between 0 and half of chunk_tokens")
 
 
-def _token_spans(tokenizer, text: str) -> list[tuple[int, int]]:  # noqa: ANN001 - a transformers tokenizer
+def _token_spans(tokenizer: Tokenizer, text: str) -> list[tuple[int, int]]:
     """Character span of every token of ``text``."""
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
                         verbose=False)
@@ -49,7 +56,7 @@ def _snap_to_sentence(text: str, start: int, end: int, floor: int) -> int:
     return best if best is not None and best > start else end
 
 
-def split_spans(tokenizer, text: str, options: ChunkingOptions) -> list[tuple[int, int, int]]:  # noqa: ANN001
+def split_spans(tokenizer: Tokenizer, text: str, options: ChunkingOptions) -> list[tuple[int, int, int]]:
     """Windows over ``text`` as (char_start, char_end, n_tokens)."""
     spans = _token_spans(tokenizer, text)
     windows: list[tuple[int, int, int]] = []
@@ -72,18 +79,18 @@ def split_spans(tokenizer, text: str, options: ChunkingOptions) -> list[tuple[in
     return windows
 
 
-def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer, options: ChunkingOptions | None = None  # noqa: ANN001
-                ) -> list[Chunk]:
+def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
+                options: ChunkingOptions | None = None) -> list[PaperChunk]:
     """Every chunk of ``parsed``: the abstract first (offsets into ``parsed.abstract``), then each section.
 
     Body chunks' offsets index ``parsed.text``; their pages come from ``parsed.page_offsets``.
     """
     options = options or ChunkingOptions()
-    chunks: list[Chunk] = []
+    chunks: list[PaperChunk] = []
     if options.include_abstract and parsed.abstract.strip():
         for start, end, n in split_spans(tokenizer, parsed.abstract, options):
-            chunks.append(Chunk(paper_id, len(chunks), ABSTRACT_SECTION, parsed.abstract[start:end], 1, 1,
-                                start, end, n))
+            chunks.append(PaperChunk(paper_id, len(chunks), ABSTRACT_SECTION, parsed.abstract[start:end], 1, 1,
+                                     start, end, n))
     sections = parsed.sections or []
     if not sections and parsed.text.strip():
         sections_spans = [("Body", 0, len(parsed.text))]
@@ -95,7 +102,7 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer, options: Chunking
             if n < options.min_tokens:
                 continue
             abs_start, abs_end = sec_start + start, sec_start + end
-            chunks.append(Chunk(
+            chunks.append(PaperChunk(
                 paper_id=paper_id,
                 seq=len(chunks),
                 section=title,

@@ -77,3 +77,21 @@ class ParsedPaper:
             else:
                 break
         return page
+
+
+@dataclass(frozen=True)
+class PaperChunk:
+    """One retrievable piece of a parsed paper, with exactly where it comes from (for citations).
+
+    The abstract's chunks index ``ParsedPaper.abstract`` (page 1); the others index ``ParsedPaper.text``.
+    """
+
+    paper_id: str
+    seq: int  # 0-based position among the paper's chunks
+    section: str
+    text: str
+    page_start: int  # 1-based
+    page_end: int  # 1-based, inclusive
+    char_start: int
+    char_end: int
+    n_tokens: int  # in the embedder's tokens

@@ -1,5 +1,6 @@
-"""Child process for the ingest crash test: ``python -m ingest add PDF`` through the real command line, with the
-hash embedder in place of the model (so a run takes a second) and an optional pause where a kill hurts most.
+"""Child process for the ingest crash test: ``python -m copilot papers add PDF`` through the real command line,
+with the hash embedder in place of the model (so a run takes a second) and an optional pause where a kill hurts
+most.
 
 Usage: python tests/crash_ingest.py DATA_DIR PDF [PAUSE]. PAUSE ``staged`` stops once the PDF is copied to its
 staged file, ``placed`` once it is moved to its place inside the paper's transaction (before COMMIT); the child
@@ -14,8 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import copilot.embeddings  # noqa: E402
-from copilot import library  # noqa: E402
-from ingest import cli  # noqa: E402
+from copilot import cli, library  # noqa: E402
 from tests.library_support import HashEmbedder  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def main() -> None:
     elif pause == "placed":
         pause_after(library.Library, "_place")
     copilot.embeddings.get_embedder = lambda settings=None: HashEmbedder()
-    cli.cli(["add", pdf, "--json", "--quiet", "--data-dir", data], prog_name="python -m ingest")
+    cli.cli(["papers", "add", pdf, "--json", "--quiet", "--data-dir", data], prog_name="python -m copilot")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_ask_json_with_the_embedded_model(tmp_path: Path) -> None:
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80"}
-    added = cli("-m", "ingest", "add", str(SHARED_DATA / "papers" / "2020.acl-main.207.pdf"), "--json", env=env)
+    added = cli("-m", "copilot", "papers", "add", str(SHARED_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
+                env=env)
     assert added.returncode == 0, added.stderr
     paper_id = json.loads(added.stdout)["results"][0]["paper_id"]
 

@@ -1,5 +1,5 @@
-"""SIGKILL ``python -m ingest add`` at seeded random moments and where it hurts most (a PDF copied but not yet
-stored; a PDF moved into place inside the uncommitted transaction): ``doctor --repair`` then leaves no orphan
+"""SIGKILL ``python -m copilot papers add`` at seeded random moments and where it hurts most (a PDF copied but not
+yet stored; a PDF moved into place inside the uncommitted transaction): ``doctor --repair`` then leaves no orphan
 file, the database is whole and agrees with its index, and every committed paper is intact."""
 
 from __future__ import annotations
@@ -118,13 +118,13 @@ def _sha(path: Path) -> str:
 
 @pytest.mark.slow  # the real command with the real embedder, and the real doctor (embedder and LLM checks too)
 def test_killed_real_adds_then_real_doctor_repair(tmp_path: Path) -> None:
-    """``python -m ingest add`` itself, killed six times at seeded random moments of a whole add (most land while
-    the PDF is staged and the model loads), then ``python -m copilot doctor --repair``."""
+    """``python -m copilot papers add`` itself, killed six times at seeded random moments of a whole add (most land
+    while the PDF is staged and the model loads), then ``python -m copilot doctor --repair``."""
     rng = random.Random(71)
     data = tmp_path / "data"
 
     def add(pdf: Path) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "ingest", "add", str(pdf), "--json", "--quiet",
+        return subprocess.Popen([sys.executable, "-m", "copilot", "papers", "add", str(pdf), "--json", "--quiet",
                                  "--data-dir", str(data)], cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
 

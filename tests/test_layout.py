@@ -1,8 +1,9 @@
-"""The code's layout rules: SQL lives only in ``copilot/storage/``.
+"""The code's layout rules: SQL lives only in ``copilot/storage/``, and ``ingest/`` imports nothing from ``copilot``.
 
 Every other module reaches the database through the repositories of the store, so a second backend (PostgreSQL)
-only has to implement those. The check reads the source as Python (``ast``): SQL in string literals, and uses of
-a connection or database handle, are found in code; English prose in docstrings is left alone.
+only has to implement those. ``ingest`` turns arXiv entries and PDFs into plain values; ``copilot`` stores them, so
+the dependency goes one way. The checks read the source as Python (``ast``): SQL in string literals, uses of a
+connection or database handle, and imports are found in code; English prose in docstrings is left alone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 STORAGE = ROOT / "copilot" / "storage"
+INGEST = ROOT / "ingest"
 
 # Statements as SQL writes them. Upper-case keywords are SQL; lower-case ones only in a shape prose never has.
 _SQL = [re.compile(p) for p in (
@@ -97,3 +99,53 @@ def test_the_check_covers_the_feature_modules() -> None:
     names = {str(p.relative_to(ROOT)) for p in checked_files()}
     assert {"app.py", "copilot/thoughts.py", "copilot/library.py", "copilot/ui/services.py"} <= names
     assert not any(n.startswith("copilot/storage/") for n in names)
+
+
+def copilot_imports(source: str, filename: str = "<source>") -> list[str]:
+    """Each place in ``source`` that imports ``copilot`` (a statement anywhere, or ``importlib.import_module``)."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")):
+            names = [node.args[0].value]
+        found += [f"{node.lineno}: import {n}" for n in names if n.split(".")[0] == "copilot"]
+    return sorted(found, key=lambda f: int(f.split(":")[0]))
+
+
+def test_ingest_imports_nothing_from_copilot() -> None:
+    files = sorted(INGEST.rglob("*.py"))
+    assert {"ingest/chunking.py", "ingest/pdf/__init__.py", "ingest/__main__.py"} <= {
+        str(f.relative_to(ROOT)) for f in files}
+    problems = [f"{path.relative_to(ROOT)}:{use}" for path in files
+                for use in copilot_imports(path.read_text(encoding="utf-8"), str(path))]
+    assert not problems, "ingest/ imports copilot (return plain values; copilot converts them):\n" + "\n".join(
+        problems)
+
+
+def test_the_import_check_finds_copilot_and_ignores_prose() -> None:
+    code = '''
+import copilot
+from copilot.types import Chunk
+import json, copilot.cli as cli
+from copilot import library
+
+def later():
+    """Stored by copilot.library; see ``from copilot import engine``."""
+    from copilot.engine import Copilot
+    return importlib.import_module("copilot.config"), __import__("copilot")
+
+from ingest.models import ParsedPaper
+from . import copilot_like
+import copilotx
+agent = "paper-copilot"
+'''
+    found = copilot_imports(code)
+    assert {int(f.split(":")[0]) for f in found} == {2, 3, 4, 5, 9, 10}, found
+    assert "4: import copilot.cli" in found and "10: import copilot.config" in found
+    assert copilot_imports('"""Values that copilot stores."""\nUSER_AGENT = "paper-copilot"\n') == []

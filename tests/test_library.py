@@ -149,7 +149,7 @@ def test_add_arxiv_paper_offline(library: Library, monkeypatch: pytest.MonkeyPat
 
 
 def run_cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ingest", *args, "--data-dir", str(data_dir)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "copilot", "papers", *args, "--data-dir", str(data_dir)], cwd=ROOT,
                           env=clean_env(), capture_output=True, text=True, timeout=600)
 
 

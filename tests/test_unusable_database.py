@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from copilot.tools import doctor
 from copilot.cli import cli as copilot_cli
+from copilot.cli import papers as papers_cli
 from copilot.config import Settings
 from copilot.storage import StorageError, Store
 from copilot.ui.context import AppContext
 from copilot.ui.services import Services
-from ingest.cli import cli as ingest_cli
 from tests.conftest import ROOT, SHARED_DATA, clean_env
 
 
@@ -112,8 +112,8 @@ def test_what_counts_as_an_unusable_database(tmp_path: Path) -> None:
 
 PDF = str(SHARED_DATA / "papers" / "N18-3011.pdf")
 COMMANDS = [
-    (ingest_cli, ["list"]), (ingest_cli, ["list", "--json"]), (ingest_cli, ["add", PDF, "--quiet"]),
-    (ingest_cli, ["show", "p1"]), (ingest_cli, ["remove", "p1"]),
+    (papers_cli, ["list"]), (papers_cli, ["list", "--json"]), (papers_cli, ["add", PDF, "--quiet"]),
+    (papers_cli, ["show", "p1"]), (papers_cli, ["remove", "p1"]),
     (copilot_cli, ["ask", "What is a literature graph?"]), (copilot_cli, ["thoughts", "list"]),
     (copilot_cli, ["thoughts", "show", "1"]), (copilot_cli, ["thoughts", "delete", "1"]),
     (copilot_cli, ["reindex"]), (copilot_cli, ["warmup", "p1"]), (copilot_cli, ["draft", "abstract", "p1"]),
@@ -152,8 +152,8 @@ def test_doctor_reports_the_line_and_fails(tmp_path: Path, monkeypatch: pytest.M
 
 def test_real_processes_print_the_line_without_a_traceback(tmp_path: Path) -> None:
     data = broken(tmp_path, "damaged-page")
-    for module, args in (("ingest", ["list"]), ("copilot", ["ask", "What is S2ORC?"])):
-        done = subprocess.run([sys.executable, "-m", module, *args, "--data-dir", str(data)], cwd=ROOT,
+    for args in (["papers", "list"], ["ask", "What is S2ORC?"]):
+        done = subprocess.run([sys.executable, "-m", "copilot", *args, "--data-dir", str(data)], cwd=ROOT,
                               env=clean_env(), capture_output=True, text=True, timeout=120)
         assert done.returncode == 1, done.stdout + done.stderr
         assert done.stderr.splitlines() == [f"error: {_message(data)}"], done.stderr

@@ -1,0 +1,269 @@
+"""Reading one page: PyMuPDF's lines become clean visual lines in blocks, table cells left out.
+
+:class:`_Line`, :class:`_Block` and :class:`_Page` are what every later stage of the parse works on.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import pymupdf
+
+# Without TEXT_PRESERVE_LIGATURES, MuPDF expands ligatures ("ﬁ" -> "fi") itself; images are not needed.
+_TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+# Fallback for ligature code points a font maps explicitly, which MuPDF passes through.
+_LIGATURES = str.maketrans({
+    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
+    "\ufb06": "st", "\u00a0": " ", "\u2002": " ", "\u2003": " ", "\u2009": " ", "\u200a": " ",
+    "\u2007": " ", "\u2008": " ", "\u202f": " ", "\u200b": None, "\ufeff": None,
+    "\u2010": "-", "\u2011": "-", "\ufffd": None,
+})
+# pdfTeX with Type 1 fonts draws accents as separate glyphs before the letter ("J\u00a8org"); these
+# become combining marks after it, which NFC then composes ("J\u00f6rg").
+_SPACING_ACCENTS = {
+    "\u00a8": "\u0308", "\u00b4": "\u0301", "\u02c7": "\u030c", "\u02da": "\u030a", "\u02dc": "\u0303",
+    "\u02dd": "\u030b", "\u00af": "\u0304", "\u02d8": "\u0306", "\u02d9": "\u0307", "\u00b8": "\u0327",
+}
+_ACCENT_BEFORE = re.compile("([" + "".join(_SPACING_ACCENTS) + r"])\s?([^\W\d_])")
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|medi|\.b$|-b$|,b$|cmbx|bx\d", re.I)
+_CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing)\s*[A-Z]?\d+[.:]")
+_NUMBER = re.compile(r"^[(\[]?[-+\u2212\u00b1]?\d[\d.,]*%?[)\]*\u2020]*$")
+
+
+@dataclass
+class _Line:
+    """One visual line: the PyMuPDF lines of a block that share a baseline, joined left to right."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float  # dominant font size, by characters
+    max_size: float  # largest font size of a character that is a letter or digit
+    bold: bool  # (nearly) every letter and digit is bold
+    page: int  # 0-based
+
+
+@dataclass
+class _Block:
+    """A PyMuPDF text block, as visual lines, with the column it belongs to."""
+
+    lines: list[_Line]
+    page: int
+    side: str = "full"  # "left", "right" or "full" (spans both columns, or single-column page)
+
+    @property
+    def x0(self) -> float:
+        return min(line.x0 for line in self.lines)
+
+    @property
+    def x1(self) -> float:
+        return max(line.x1 for line in self.lines)
+
+    @property
+    def y0(self) -> float:
+        return min(line.y0 for line in self.lines)
+
+    @property
+    def y1(self) -> float:
+        return max(line.y1 for line in self.lines)
+
+    @property
+    def n_chars(self) -> int:
+        return sum(len(line.text) for line in self.lines)
+
+    @functools.cached_property
+    def size(self) -> float:
+        """The dominant font size of the block, by characters."""
+        counts: Counter[float] = Counter()
+        for line in self.lines:
+            counts[round(line.size, 1)] += len(line.text)
+        return counts.most_common(1)[0][0]
+
+    @functools.cached_property
+    def is_debris(self) -> bool:
+        """Numbers and symbols of a figure or table that ended up as text: short and without a real
+        word, or mostly numbers."""
+        text = " ".join(line.text for line in self.lines)
+        if len(text) < 40 and not re.search(r"[a-z]{3,}", text):
+            return True
+        tokens = text.split()
+        numbers = sum(bool(_NUMBER.match(t)) for t in tokens)
+        return numbers >= 4 and numbers >= 0.4 * len(tokens)
+
+
+@dataclass
+class _Page:
+    number: int  # 0-based
+    width: float
+    height: float
+    blocks: list[_Block]
+    n_letters: int = 0  # letters and digits on the page
+    has_images: bool = False  # only looked up for pages without text: a scanned page
+
+
+def _read_page(page: pymupdf.Page) -> _Page:
+    raw = page.get_text("dict", flags=_TEXT_FLAGS)
+    raw_blocks = [_visual_lines(block.get("lines", []), page.number) for block in raw["blocks"]]
+    captions = [line for lines in raw_blocks for line in lines if _CAPTION.match(line.text)]
+    prose = [_Block(lines, page.number) for lines in raw_blocks if _is_justified(lines)]
+    zones = _table_zones(page, captions, prose)
+    blocks: list[_Block] = []
+    for lines in raw_blocks:
+        if zones:
+            lines = [line for line in lines if not _in_zone(line, zones)]
+        if lines:
+            blocks.append(_Block(lines, page.number))
+    n_letters = sum(sum(map(str.isalnum, line.text)) for block in blocks for line in block.lines)
+    has_images = n_letters < 20 and bool(page.get_images(full=False))
+    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images)
+
+
+def _is_justified(lines: list[_Line]) -> bool:
+    """Three or more lines flush with both edges of their block: a paragraph of running text."""
+    if len(lines) < 3:
+        return False
+    x0, x1 = min(line.x0 for line in lines), max(line.x1 for line in lines)
+    return sum(abs(line.x0 - x0) <= 1.5 and abs(line.x1 - x1) <= 1.5 for line in lines) >= 3
+
+
+def _table_zones(page: pymupdf.Page, captions: list[_Line], prose: list[_Block]) -> list[pymupdf.Rect]:
+    """Areas between the horizontal rules of a table, whose cells would otherwise read as a paragraph.
+
+    Tables are drawn with rules of one width stacked above each other (booktabs: top, middle and
+    bottom). Two rules closed by vertical lines at both ends are a framed box of text instead, and a
+    single rule is a footnote separator; neither is a table. Rules in the page margins belong to running
+    headers and footers. A caption or a paragraph as wide as the rules between two of them separates two
+    tables stacked in one column.
+    """
+    rules: list[pymupdf.Rect] = []
+    verticals: list[pymupdf.Rect] = []
+    for drawing in page.get_cdrawings():
+        r = pymupdf.Rect(drawing["rect"])
+        if r.y1 < page.rect.height * 0.06 or r.y0 > page.rect.height * 0.94:
+            continue
+        if r.height <= 1.5 and r.width >= 40:
+            rules.append(r)
+        elif r.width <= 1.5 and r.height >= 8:
+            verticals.append(r)
+    if len(rules) < 2:
+        return []
+    groups: dict[tuple[int, int], list[pymupdf.Rect]] = defaultdict(list)
+    for r in sorted(rules, key=lambda r: r.y0):
+        key = next((k for k in groups if abs(k[0] - r.x0) <= 3 and abs(k[1] - r.x1) <= 3), None)
+        groups[key or (round(r.x0), round(r.x1))].append(r)
+    zones: list[pymupdf.Rect] = []
+    for group in groups.values():
+        runs: list[list[pymupdf.Rect]] = [[group[0]]]
+        for r in group[1:]:
+            above = runs[-1][-1]
+            caption_between = any(
+                above.y1 <= c.y0 <= r.y0 and c.x0 < above.x1 and c.x1 > above.x0 for c in captions
+            )
+            prose_between = any(
+                above.y1 <= b.y0 and b.y1 <= r.y0 and b.x1 - b.x0 >= 0.8 * above.width
+                and b.x0 < above.x1 and b.x1 > above.x0 for b in prose
+            )
+            if r.y0 - above.y0 > 300 or caption_between or prose_between:
+                runs.append([r])
+            else:
+                runs[-1].append(r)
+        for run in runs:
+            if len(run) < 2:
+                continue
+            zone = pymupdf.Rect(run[0].x0 - 2, run[0].y0 - 1, run[0].x1 + 2, run[-1].y1 + 1)
+            framed = len(run) == 2 and all(
+                any(abs(v.x0 - x) <= 3 and v.y0 <= zone.y0 + 3 and v.y1 >= zone.y1 - 3 for v in verticals)
+                for x in (zone.x0 + 2, zone.x1 - 2)
+            )
+            if not framed:
+                zones.append(zone)
+    return zones
+
+
+def _in_zone(line: _Line, zones: list[pymupdf.Rect]) -> bool:
+    cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
+    return any(z.x0 <= cx <= z.x1 and z.y0 <= cy <= z.y1 for z in zones)
+
+
+def _clean(text: str) -> str:
+    """Unicode-normalised text with ligatures expanded, soft hyphens removed and spaces collapsed."""
+    text = text.translate(_LIGATURES)
+    if _ACCENT_BEFORE.search(text):
+        text = _ACCENT_BEFORE.sub(lambda m: _dotless(m[2]) + _SPACING_ACCENTS[m[1]], text)
+    text = unicodedata.normalize("NFC", text)
+    soft_end = text.rstrip().endswith("\u00ad")
+    text = " ".join(text.replace("\u00ad", "").split())
+    return text + "-" if soft_end and text and not text.endswith("-") else text
+
+
+def _dotless(letter: str) -> str:
+    """Accents sit on a dotless i or j in TeX; the composed letter wants the plain one."""
+    return {"\u0131": "i", "\u0237": "j"}.get(letter, letter)
+
+
+def _visual_lines(raw_lines: list[dict], page: int) -> list[_Line]:
+    """Merge a block's PyMuPDF lines that share a baseline ("1" and "Introduction" are two of them).
+
+    Baselines, not boxes, decide: a subscript stretches a line's box over the next line's.
+    """
+    items = []
+    for raw in raw_lines:
+        dx, dy = raw["dir"]
+        if abs(dy) > 0.2 or dx <= 0:  # rotated text: arXiv stamps, axis labels
+            continue
+        spans = raw["spans"]
+        if any(s["text"].strip() for s in spans):
+            main = max(spans, key=lambda s: (s["size"], len(s["text"].strip())))
+            items.append((main["origin"][1], main["size"], raw["bbox"], spans))
+    items.sort(key=lambda item: item[0])
+    groups: list[list[tuple]] = []
+    for baseline, size, bbox, spans in items:
+        if groups and baseline - groups[-1][0][0] <= 0.35 * max(size, groups[-1][0][1]):
+            groups[-1].append((baseline, size, bbox, spans))
+        else:
+            groups.append([(baseline, size, bbox, spans)])
+    return [line for group in groups if (line := _merge_group([(b, s) for _, _, b, s in group], page))]
+
+
+def _merge_group(group: list[tuple], page: int) -> _Line | None:
+    """One visual line from (bbox, spans) pieces: text left to right, dominant and largest size, boldness.
+
+    Bold comes from the font flags or, for Type 1 fonts that do not set them, from the font name
+    ("NimbusRomNo9L-Medi", "CMBX10").
+    """
+    group.sort(key=lambda item: item[0][0])
+    pieces: list[str] = []
+    sizes: Counter[float] = Counter()
+    bold_chars = all_chars = 0
+    max_size = 0.0
+    prev_x1 = None
+    for bbox, spans in group:
+        text = "".join(s["text"] for s in spans)
+        if prev_x1 is not None and pieces and bbox[0] - prev_x1 > 0.5:
+            pieces.append(" ")
+        pieces.append(text)
+        prev_x1 = bbox[2]
+        for s in spans:
+            n = sum(map(str.isalnum, s["text"]))
+            sizes[round(s["size"], 1)] += len(s["text"].strip())
+            if n:
+                all_chars += n
+                max_size = max(max_size, s["size"])
+                if s["flags"] & pymupdf.TEXT_FONT_BOLD or _BOLD_FONT.search(s["font"]):
+                    bold_chars += n
+    text = _clean("".join(pieces))
+    if not text:
+        return None
+    x0 = min(b[0] for b, _ in group)
+    y0 = min(b[1] for b, _ in group)
+    x1 = max(b[2] for b, _ in group)
+    y1 = max(b[3] for b, _ in group)
+    size = sizes.most_common(1)[0][0]
+    bold = all_chars > 0 and bold_chars >= 0.9 * all_chars
+    return _Line(text, x0, y0, x1, y1, size, max_size or size, bold, page)

@@ -300,7 +300,7 @@ def trends_and_ideas(copilot: Copilot, *, user_id: str, persona: str | None, pap
     persona = (persona or "").strip() or persona_for_prompt(copilot.store, user_id)
     papers = recent_papers(copilot, user_id=user_id, persona=persona, paper_ids=paper_ids, max_papers=max_papers)
     if not papers:
-        raise DraftError("The library is empty: add papers first (`python -m ingest add ...`), or follow "
+        raise DraftError("The library is empty: add papers first (`python -m copilot papers add ...`), or follow "
                          "arXiv categories and refresh.")
     texts = [_paper_text(copilot, p) for p in papers]
     keywords = extract_keywords(texts)

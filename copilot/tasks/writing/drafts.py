@@ -167,7 +167,7 @@ def draft_related_work(copilot: Copilot, title: str, abstract: str, *, user_id: 
         timings["arxiv_ms"] = _ms(t_arxiv)
     if not papers and not found:
         if not visible:
-            raise DraftError("The library is empty: add papers first (`python -m ingest add ...`).")
+            raise DraftError("The library is empty: add papers first (`python -m copilot papers add ...`).")
         raise DraftError("No paper in the library matches this title and abstract.")
 
     n_sources = len(papers) + len(found)

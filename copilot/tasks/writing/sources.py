@@ -41,7 +41,7 @@ def visible_paper(copilot: Copilot, paper_ref: str, user_id: str) -> Paper:
     try:
         return library_for(copilot).show(paper_ref.strip(), user_id=user_id)
     except IngestError:
-        raise DraftError(f"No paper '{paper_ref}' in your library; `python -m ingest list` shows the ids.") from None
+        raise DraftError(f"No paper '{paper_ref}' in your library; `python -m copilot papers list` shows the ids.") from None
 
 
 def visible_paper_ids(copilot: Copilot, user_id: str) -> list[str]:

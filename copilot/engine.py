@@ -382,7 +382,7 @@ class Copilot:
         """The combined (plain + learned association) query vector, or None when association is off."""
         if self.association is None:
             return None
-        return self.association(plain[None, :], [text])[0]
+        return self.association.query_vectors(plain[None, :])[0]
 
     # ----- personal memories -------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ import os
 import unicodedata
 from pathlib import Path
 
-from copilot.errors import UserError
 from copilot.config import Settings
-from copilot.llm import ChatModel
+from copilot.errors import UserError
+from copilot.llm import ChatModel, Priority
 from copilot.storage import Store
 
 
@@ -64,8 +64,6 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
 def admit_answer(llm: ChatModel, settings: Settings) -> None:
     """Refuse a new answer while ``COPILOT_QUEUE_SIZE`` answers already wait for the model: the visitor is told the
     demo is busy instead of waiting without end."""
-    from copilot.llm import Priority
-
     waiting = llm.scheduler.waiting(Priority.ANSWER)
     if waiting >= settings.queue_size:
         raise LimitExceeded(f"The demo is busy: {waiting} answers are waiting for the model. Please try again in a "

@@ -136,7 +136,8 @@ def distill(llm: ChatModel, question: str, answer: str) -> Distilled | None:
     return Distilled(thought, valid=verdict == "yes", confidence=_clamp(stated), source="stated")
 
 
-def relevance_probability(cosine, slope: float = RELEVANCE_SLOPE, bias: float = RELEVANCE_BIAS):  # noqa: ANN001, ANN201
+def relevance_probability(cosine: float | np.ndarray, slope: float = RELEVANCE_SLOPE,
+                          bias: float = RELEVANCE_BIAS) -> float | np.ndarray:
     """How likely an answer with this question-answer cosine really belongs to the question (a float, or an
     array for an array of cosines); ``slope`` and ``bias`` default to the curve fitted by copilot.tools.calibration."""
     probability = 1.0 / (1.0 + np.exp(-(slope * np.asarray(cosine) + bias)))

@@ -113,7 +113,6 @@ class _FakeEmbedder:
     name = "fake"
 
     def __init__(self) -> None:
-        self.query_adapter = None
         self.calls = 0
 
     def encode_documents(self, texts):  # noqa: ANN001, ANN201
@@ -121,11 +120,10 @@ class _FakeEmbedder:
         return np.stack([_random_units(1, sum(map(ord, t)))[0] for t in texts])
 
     def encode_queries(self, texts):  # noqa: ANN001, ANN201
-        vectors = self.encode_documents(texts)
-        return unit_rows(self.query_adapter(vectors, texts)) if self.query_adapter else vectors
+        return self.encode_documents(texts)
 
 
-def test_combined_score_and_installed_seam_rank_alike() -> None:
+def test_combined_score_and_query_vector_rank_alike() -> None:
     embedder = _FakeEmbedder()
     adapter = _trained_looking_adapter(weight=2.0)
     scorer = AssociativeScorer(embedder, adapter)
@@ -135,16 +133,13 @@ def test_combined_score_and_installed_seam_rank_alike() -> None:
     assert np.allclose(scorer.score("a question", memories), expected[0], atol=1e-5)
     assert np.allclose(combined_scores(plain, adapter.transform(plain), memories, 0.0), plain @ memories.T)
 
-    scorer.install()
-    try:
-        seam_scores = embedder.encode_queries(["a question"])[0] @ memories.T
-        # the installed seam ranks exactly like the combined score, and scorer.score stays combined
-        assert list(np.argsort(-seam_scores)) == list(np.argsort(-expected[0]))
-        assert scorer.rank("a question", memories, k=5) == list(np.argsort(-expected[0])[:5])
-        assert np.allclose(scorer.score("a question", memories), expected[0], atol=1e-5)
-    finally:
-        scorer.uninstall()
-    assert embedder.query_adapter is None
+    seam_scores = scorer.query_vectors(embedder.encode_queries(["a question"]))[0] @ memories.T
+    # the combined query vector ranks exactly like the combined score, and scorer.score stays combined
+    assert list(np.argsort(-seam_scores)) == list(np.argsort(-expected[0]))
+    assert scorer.rank("a question", memories, k=5) == list(np.argsort(-expected[0])[:5])
+    assert np.allclose(scorer.score("a question", memories), expected[0], atol=1e-5)
+    # the query encoder itself stays plain
+    assert np.allclose(embedder.encode_queries(["a question"]), plain)
 
 
 def test_embedding_cache_encodes_each_text_once(tmp_path) -> None:  # noqa: ANN001

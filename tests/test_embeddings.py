@@ -53,14 +53,8 @@ def test_loaded_once_per_process() -> None:
     assert get_embedder(Settings()) is get_embedder(Settings())
 
 
-def test_query_adapter_seam(embedder: Embedder) -> None:
-    plain = embedder.encode_query("memory of a deadline")
-    embedder.query_adapter = lambda vectors, texts: vectors * -1.0
-    try:
-        adapted = embedder.encode_query("memory of a deadline")
-    finally:
-        embedder.query_adapter = None
-    assert np.allclose(adapted, -plain, atol=1e-6)
+def test_queries_use_the_plain_encoder(embedder: Embedder) -> None:
+    plain = embedder.encode_documents(["memory of a deadline"])[0]
     assert np.allclose(embedder.encode_query("memory of a deadline"), plain, atol=1e-6)
 
 

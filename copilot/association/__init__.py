@@ -12,8 +12,8 @@ query-side adapter gives E_θ(q) = normalise(E(q) + W2·gelu(W1·E(q) + b1) + b2
 
 Memories are never re-encoded; reading costs one base embedding plus two 384×384 matrix products and no
 LLM call. Because the score is linear in E(m) it equals a cosine with the single vector E(q) + w·E_θ(q),
-so :meth:`AssociativeScorer.install` plugs it into ``Embedder.query_adapter`` and every existing index
-ranks by it unchanged.
+so :meth:`AssociativeScorer.query_vectors` turns a query's plain vector into that one, and every existing
+index ranks by the combined score unchanged.
 
 Why a residual MLP. The skip connection starts the adapter at the identity (its output layer is zero at
 initialisation), so training moves away from the plain ranking only as far as the data support, and the
@@ -55,18 +55,19 @@ Measured with the shipped adapter (``report``), on the 30 validation persons (90
     searching all 300 held-out statements     Recall@1 7.6 → 8.9 (p 0.058), @5 23.9 → 27.3 (p 0.0003),
                                               @10 35.8 → 38.4 (p 0.026)
     LoCoMo evidence, 1,978 questions          Recall@10 42.9 → 43.7 (@1 14.2 → 14.7, @5 33.5 → 34.1)
-    one query's encoding                      ×1.01 to ×1.03 with the adapter installed (≈0.1–0.35 ms);
+    one query's encoding                      ×1.01 to ×1.03 with the adapter applied (≈0.1–0.35 ms);
                                               no LLM module loaded
 
-Use at read time::
+Use at read time (the engine does this when ``COPILOT_ASSOCIATION`` is on)::
 
-    from copilot.association import plug_in
-    scorer = plug_in(embedder)            # embedder.encode_queries now ranks by the combined score
+    from copilot.association import AssociativeScorer, load_adapter
+    scorer = AssociativeScorer(embedder, load_adapter())
+    vector = scorer.query_vectors(embedder.encode_queries(["text"]))[0]   # search any index with it
     scores = scorer.score("text", memory_vectors)
 """
 
 from copilot.association.adapter import DEFAULT_ADAPTER_PATH, AdapterFileError, QueryAdapter, load_adapter
-from copilot.association.scoring import AssociativeScorer, combined_query_vectors, combined_scores, plug_in
+from copilot.association.scoring import AssociativeScorer, combined_query_vectors, combined_scores
 
 __all__ = [
     "DEFAULT_ADAPTER_PATH",
@@ -76,5 +77,4 @@ __all__ = [
     "combined_query_vectors",
     "combined_scores",
     "load_adapter",
-    "plug_in",
 ]

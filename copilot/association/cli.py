@@ -9,15 +9,33 @@ from pathlib import Path
 
 import click
 
-from copilot.association.data import DEFAULT_LIVES_DIR, DEFAULT_LOCOMO
+from copilot.association.adapter import load_adapter
+from copilot.association.data import (
+    DEFAULT_LIVES_DIR,
+    DEFAULT_LOCOMO,
+    load_lives,
+    locomo_benchmark,
+    pairs_of,
+    persons_of,
+    read_jsonl,
+    read_memories,
+    read_queries,
+    split_persons,
+)
+from copilot.association.embedcache import EmbeddingCache
+from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate, format_table
+from copilot.association.report import build_report
+from copilot.association.scoring import AssociativeScorer
+from copilot.config import Settings, apply_offline_defaults, get_settings
+from copilot.embeddings import Embedder, get_embedder
+
+# Two kinds of module are imported by the commands that need them: torch (seconds to load; ``train`` and
+# ``compare``, and the thread count) and the LLM package (``simulate``; ``report`` states that reading loads no
+# LLM module, and checks it in this process).
 
 
-def _embedding_cache(cache_file: str | None):  # noqa: ANN202 - an EmbeddingCache
+def _embedding_cache(cache_file: str | None) -> tuple[Embedder, EmbeddingCache]:
     """The process-wide base embedder behind an in-memory (optionally on-disk) cache of its vectors."""
-    from copilot.association.embedcache import EmbeddingCache
-    from copilot.config import Settings, apply_offline_defaults
-    from copilot.embeddings import get_embedder
-
     settings = Settings()
     apply_offline_defaults(settings)
     embedder = get_embedder(settings)
@@ -55,7 +73,6 @@ def cli() -> None:
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, locomo: str, extra: tuple[str, ...], threshold: float,
           cache_file: str | None) -> None:
-    from copilot.association.data import load_lives, locomo_benchmark, persons_of, read_jsonl, split_persons
     from copilot.association.training import TrainConfig, train as run_training
 
     _threads()
@@ -98,7 +115,6 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
 @click.option("--max-tokens", default=4000, show_default=True)
 def simulate(out: str, n_persons: int, seed: int, prefix: str, max_tokens: int) -> None:
     from copilot.association.simulate import simulate_lives
-    from copilot.config import apply_offline_defaults, get_settings
     from copilot.llm import get_llm
 
     settings = get_settings()
@@ -123,10 +139,6 @@ def simulate(out: str, n_persons: int, seed: int, prefix: str, max_tokens: int) 
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
 def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, weight: float | None,
                  as_json: bool, cache_file: str | None) -> None:
-    from copilot.association.adapter import load_adapter
-    from copilot.association.data import read_memories, read_queries
-    from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate, format_table
-
     _threads()
     adapter = load_adapter(adapter_path)
     w = adapter.weight if weight is None else weight
@@ -152,11 +164,6 @@ def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, 
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
 def report(adapter_path: str | None, data: str, locomo: str, timing_queries: int, eval_dir: str | None,
            as_json: bool, cache_file: str | None) -> None:
-    from copilot.association.adapter import load_adapter
-    from copilot.association.data import load_lives
-    from copilot.association.report import build_report
-    from copilot.association.scoring import AssociativeScorer
-
     _threads()
     adapter = load_adapter(adapter_path)
     embedder, cache = _embedding_cache(cache_file)
@@ -174,7 +181,6 @@ def report(adapter_path: str | None, data: str, locomo: str, timing_queries: int
 @click.option("--seeds", default=1, show_default=True, help="Seeds (each its own folds) to average over.")
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
 def compare(data: str, val_persons: int, split_seed: int, seeds: int, cache_file: str | None) -> None:
-    from copilot.association.data import load_lives, pairs_of, persons_of, split_persons
     from copilot.association.training import compare_forms
 
     _threads()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from copilot.embeddings import Embedder
+
 Encoder = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -29,8 +31,8 @@ class EmbeddingCache:
             self._load(self.path)
 
     @classmethod
-    def for_embedder(cls, embedder, path: str | Path | None = None) -> EmbeddingCache:  # noqa: ANN001
-        """A cache over the plain document encoder of ``embedder`` (never its query seam)."""
+    def for_embedder(cls, embedder: Embedder, path: str | Path | None = None) -> EmbeddingCache:
+        """A cache over the plain document encoder of ``embedder``."""
         return cls(embedder.encode_documents, getattr(embedder, "name", ""), path)
 
     def __len__(self) -> int:

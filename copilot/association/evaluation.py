@@ -16,7 +16,7 @@ import numpy as np
 from copilot.association.adapter import QueryAdapter
 from copilot.association.data import Memory, Query
 from copilot.association.embedcache import EmbeddingCache
-from copilot.association.metrics import first_gold_rank, mcnemar_exact, recall_at_k
+from copilot.association.metrics import McNemar, first_gold_rank, mcnemar_exact, recall_at_k
 from copilot.association.scoring import combined_scores
 
 KS = (1, 5, 10)
@@ -52,7 +52,7 @@ class EvalResult:
             out[scorer] = {f"recall@{k}": self.percent(scorer, k) for k in self.ks}
         return out
 
-    def significance(self, k: int, before: str = UNTRAINED, after: str = ASSOCIATION):  # noqa: ANN201
+    def significance(self, k: int, before: str = UNTRAINED, after: str = ASSOCIATION) -> McNemar:
         """Exact McNemar test of ``after`` against ``before`` on per-query Recall@k."""
         return mcnemar_exact(self.recall[before][k], self.recall[after][k])
 

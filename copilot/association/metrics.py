@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 
 def recall_at_k(ranked_ids: Sequence[str], gold: Sequence[str], k: int) -> float:
@@ -45,8 +46,6 @@ def mcnemar_exact(before: Sequence[float], after: Sequence[float]) -> McNemar:
     probability 1/2, so the count favouring ``after`` is Binomial(discordant, 1/2). With fractional
     outcomes (several gold items) this is the sign test on the per-query differences, the same idea.
     """
-    from scipy.stats import binomtest
-
     a = np.asarray(before, dtype=float)
     b = np.asarray(after, dtype=float)
     if a.shape != b.shape:

@@ -5,7 +5,7 @@
    score, with the exact McNemar test on per-query hits.
 2. Ordinary look-up must not get worse: LoCoMo questions against their conversation's turns, evidence
    Recall@k, plain against combined.
-3. Read-time cost: one query's encoding with and without the adapter installed, and no LLM involved.
+3. Read-time cost: one query's encoding with and without the adapter applied, and no LLM involved.
 """
 
 from __future__ import annotations
@@ -63,29 +63,27 @@ def locomo_result(adapter: QueryAdapter, cache: EmbeddingCache, path: Path) -> E
 
 
 def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int = 1) -> dict:
-    """Median milliseconds to encode one query, plain and with the adapter installed, interleaved.
+    """Median milliseconds to encode one query, plain and with the adapter applied as the engine applies it
+    (:meth:`AssociativeScorer.query_vectors` on the plain vector), interleaved.
 
     Alternating the two per query spreads any background load evenly over both.
     """
     embedder = scorer.embedder
-    previous = embedder.query_adapter
     plain_ms: list[float] = []
     adapted_ms: list[float] = []
     adapter_us: list[float] = []
-    try:
-        embedder.encode_queries(texts[:2])  # warm-up
-        for _ in range(repeats):
-            for i, text in enumerate(texts):
-                for installed in ((False, True) if i % 2 else (True, False)):
-                    embedder.query_adapter = scorer if installed else None
-                    start = time.perf_counter()
-                    vector = embedder.encode_queries([text])
-                    (adapted_ms if installed else plain_ms).append(1000 * (time.perf_counter() - start))
+    embedder.encode_queries(texts[:2])  # warm-up
+    for _ in range(repeats):
+        for i, text in enumerate(texts):
+            for adapted in ((False, True) if i % 2 else (True, False)):
                 start = time.perf_counter()
-                scorer(vector, [text])
-                adapter_us.append(1e6 * (time.perf_counter() - start))
-    finally:
-        embedder.query_adapter = previous
+                vector = embedder.encode_queries([text])
+                if adapted:
+                    scorer.query_vectors(vector)
+                (adapted_ms if adapted else plain_ms).append(1000 * (time.perf_counter() - start))
+            start = time.perf_counter()
+            scorer.query_vectors(vector)
+            adapter_us.append(1e6 * (time.perf_counter() - start))
     plain, adapted = statistics.median(plain_ms), statistics.median(adapted_ms)
     return {"n_queries": len(texts) * repeats, "plain_ms_median": round(plain, 2),
             "with_adapter_ms_median": round(adapted, 2), "ratio": round(adapted / plain, 3),

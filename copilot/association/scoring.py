@@ -1,18 +1,17 @@
-"""The combined read-time score, and how it plugs into the product's embedder.
+"""The combined read-time score, and the one query vector through which the product searches by it.
 
 score(q, m) = cos(E(q), E(m)) + w·cos(E_θ(q), E(m)). Memories stay encoded once by the frozen base model;
 a query costs one base embedding plus the adapter's few matrix products, and no LLM call.
 
 Because every E(m) is a unit vector, the combined score equals the dot product of E(m) with the single
-query vector E(q) + w·E_θ(q). ``install`` hands exactly that vector to the embedder's ``query_adapter``
-seam; the seam re-normalises it, which scales all of one query's scores by the same positive factor, so
-every index that ranks by cosine returns the combined-score ranking unchanged.
+query vector E(q) + w·E_θ(q). :meth:`AssociativeScorer.query_vectors` returns that vector normalised, which
+scales all of one query's scores by the same positive factor, so every index that ranks by cosine returns
+the combined-score ranking unchanged: the engine searches thoughts and memories with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +40,7 @@ def combined_query_vectors(plain_queries: np.ndarray, adapter: QueryAdapter, wei
 
 
 class AssociativeScorer:
-    """Scores stored memory vectors against a query with the combined score; optionally drives the embedder."""
+    """Scores stored memory vectors against a query with the combined score, and gives its query vectors."""
 
     def __init__(self, embedder: Embedder, adapter: QueryAdapter | None = None, weight: float | None = None) -> None:
         self.embedder = embedder
@@ -52,7 +51,7 @@ class AssociativeScorer:
                              f"{embedder.dimension}-d ones.")
 
     def plain_query_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """E(q) from the base model, bypassing any installed seam so the plain term stays plain."""
+        """E(q) from the base model."""
         return self.embedder.encode_documents(texts)
 
     def score(self, query_text: str, memory_vectors: np.ndarray) -> np.ndarray:
@@ -68,23 +67,6 @@ class AssociativeScorer:
         top = np.argpartition(-scores, k - 1)[:k] if k else np.array([], dtype=int)
         return [int(i) for i in top[np.argsort(-scores[top], kind="stable")]]
 
-    def __call__(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
-        """The embedder seam: unit query vectors whose cosine ranking is the combined-score ranking."""
-        return unit_rows(combined_query_vectors(vectors, self.adapter, self.weight))
-
-    def install(self, embedder: Embedder | None = None) -> None:
-        """Make ``embedder.encode_queries`` (default: this scorer's embedder) return combined query vectors."""
-        (embedder or self.embedder).query_adapter = self
-
-    def uninstall(self, embedder: Embedder | None = None) -> None:
-        """Put the plain query encoder back if this scorer is the one installed."""
-        target = embedder or self.embedder
-        if target.query_adapter is self:
-            target.query_adapter = None
-
-
-def plug_in(embedder: Embedder, path: str | Path | None = None, weight: float | None = None) -> AssociativeScorer:
-    """Load an adapter (default: the shipped one), install it on ``embedder`` and return its scorer."""
-    scorer = AssociativeScorer(embedder, load_adapter(path), weight)
-    scorer.install()
-    return scorer
+    def query_vectors(self, plain: np.ndarray) -> np.ndarray:
+        """Unit vectors, one per row E(q) of ``plain``, whose cosine ranking is the combined-score ranking."""
+        return unit_rows(combined_query_vectors(plain, self.adapter, self.weight))

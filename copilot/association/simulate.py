@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from copilot.association.data import Life, parse_life, read_jsonl
+from copilot.llm import ChatModel, NoJSONObject, extract_json_object
 
 SIMULATOR_PROMPT = """\
 You simulate the lives of invented people who talk to a personal AI assistant over many months. Their
@@ -99,8 +100,6 @@ def person_request(person_id: str, theme: str) -> str:
 
 def parse_reply(reply: str, person_id: str) -> tuple[list[Life], Counter]:
     """Valid lives from one reply (person id forced), and why the other lines were rejected."""
-    from copilot.llm import NoJSONObject, extract_json_object
-
     lives: list[Life] = []
     rejected: Counter = Counter()
     for line in reply.splitlines():
@@ -136,7 +135,7 @@ def _existing_persons(path: Path) -> set[str]:
     return {str(r.get("person")) for r in read_jsonl(path)} if path.exists() else set()
 
 
-def simulate_lives(llm, out: str | Path, n_persons: int, *, seed: int = 0, prefix: str = "sim",  # noqa: ANN001
+def simulate_lives(llm: ChatModel, out: str | Path, n_persons: int, *, seed: int = 0, prefix: str = "sim",
                    themes: Sequence[str] = THEMES, max_tokens: int = 4000, temperature: float = 0.9,
                    progress: Callable[[str], None] | None = None) -> dict:
     """Ask ``llm`` for ``n_persons`` lives and append the valid lines to ``out``; returns the counts."""

@@ -19,6 +19,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
 
 from copilot.association.adapter import QueryAdapter
 from copilot.association.data import Life, Pair, lives_benchmark, pairs_of
@@ -52,27 +55,21 @@ class TrainConfig:
 
 def seed_everything(seed: int, threads: int = 2) -> None:
     """Same seed, same adapter: Python, NumPy and torch RNGs, and a fixed thread count."""
-    import torch
-
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
 
 
-def info_nce(queries, candidates, positives, temperature: float = 0.05):  # noqa: ANN001, ANN201 - torch tensors
+def info_nce(queries: torch.Tensor, candidates: torch.Tensor, positives: torch.Tensor,
+             temperature: float = 0.05) -> torch.Tensor:
     """Mean InfoNCE loss: cross-entropy of each query's cosine logits (÷ temperature) against its positive."""
-    import torch.nn.functional as F
-
     logits = F.normalize(queries, dim=-1) @ F.normalize(candidates, dim=-1).T / temperature
     return F.cross_entropy(logits, positives)
 
 
-def build_net(dim: int, kind: str, hidden: int, dropout: float):  # noqa: ANN201 - a torch module
+def build_net(dim: int, kind: str, hidden: int, dropout: float) -> nn.Module:
     """The trainable adapter; residual forms start as the identity so training begins from the base model."""
-    import torch
-    from torch import nn
-
     class AdapterNet(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -105,7 +102,7 @@ def build_net(dim: int, kind: str, hidden: int, dropout: float):  # noqa: ANN201
     return AdapterNet()
 
 
-def _np(tensor) -> np.ndarray:  # noqa: ANN001
+def _np(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().cpu().numpy().astype(np.float32)
 
 
@@ -146,8 +143,6 @@ class TrainingSet:
 
 def fit(data: TrainingSet, config: TrainConfig, weight: float = 1.0) -> QueryAdapter:
     """Fit one adapter on ``data`` with InfoNCE; returns it as a read-time :class:`QueryAdapter`."""
-    import torch
-
     seed_everything(config.seed)
     net = build_net(data.queries.shape[1], config.kind, config.hidden, config.dropout)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
+import numpy as np
 
-from copilot.config import Settings
+from copilot.config import Settings, apply_offline_defaults
 
+# Each command imports its benchmark's modules itself: ``probe`` measures the peak memory and cold start of a fresh
+# process, which must hold what the app would load and nothing the other benchmarks need.
 
 WARM_UP = 20  # questions asked before the measured ones
 
@@ -31,11 +37,6 @@ def bench() -> None:
 @click.option("--work-dir", type=click.Path(file_okay=False), default=None,
               help="Where the temporary libraries are built (default: the system's temporary folder).")
 def scale(sizes: str, backend: str, database_url: str, as_json: bool, n_queries: int, work_dir: str | None) -> None:
-    import os
-    from contextlib import nullcontext
-
-    import numpy as np
-
     from copilot.bench import corpus
     from copilot.bench.scale import bench_server, markdown, run_size
     from copilot.embeddings import Embedder
@@ -93,10 +94,7 @@ def scale(sizes: str, backend: str, database_url: str, as_json: bool, n_queries:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per number of users, one per line.")
 def latency(users: str, n_questions: int, budget: int | None, answer_tokens: int | None, thought_wait_s: float,
             as_json: bool) -> None:
-    import tempfile
-
     from copilot.bench.latency import build_library, json_row, markdown, run_users, summary
-    from copilot.config import apply_offline_defaults
 
     try:
         counts = [int(u) for u in users.split(",") if u.strip()]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +65,7 @@ def real_queries(shared: Path = SHARED_DATA_DIR, limit: int = 200) -> list[str]:
     return questions[:limit]
 
 
-def embedded(texts: list[str], cache: Path, embed) -> np.ndarray:  # noqa: ANN001 - Embedder.encode_documents
+def embedded(texts: list[str], cache: Path, embed: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
     """``embed(texts)``, cached in ``cache`` (keyed by the texts) so reruns skip the embedding."""
     key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()
     if cache.exists():

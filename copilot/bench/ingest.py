@@ -7,6 +7,7 @@ a temporary data directory). Model loading is measured once and reported apart: 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -14,14 +15,14 @@ from pathlib import Path
 import click
 
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.library import Library
+from ingest.chunking import chunk_paper
+from ingest.pdf import parse_pdf
 
 DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
 
 
-def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an copilot.library.Library
-    from ingest.chunking import chunk_paper
-    from ingest.pdf import parse_pdf
-
+def bench_paper(path: Path, library: Library, repeats: int) -> dict:
     best: dict[str, float] = {}
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -50,10 +51,6 @@ def bench_paper(path: Path, library, repeats: int) -> dict:  # noqa: ANN001 - an
 @click.option("--repeats", default=3, show_default=True, help="Runs per paper; the best is reported.")
 @click.option("--json", "as_json", is_flag=True)
 def main(papers_dir: Path, repeats: int, as_json: bool) -> None:
-    import os
-
-    from copilot.library import Library
-
     pdfs = sorted(papers_dir.glob("*.pdf"))
     if not pdfs:
         raise click.UsageError(f"no PDFs in {papers_dir}")

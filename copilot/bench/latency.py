@@ -22,11 +22,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.engine import AskResult, Copilot
+from copilot.library import Library
+from copilot.types import AnswerSources
+from ingest.models import PaperMetadata
+
+if TYPE_CHECKING:
+    from copilot.ui.services import Services
 
 PAPERS_DIR = SHARED_DATA_DIR / "papers"
 # The shared papers as the arXiv papers they are (the library stores arXiv papers for everybody).
@@ -68,7 +75,7 @@ class Turn:
     first_word_s: float | None = None
     total_s: float | None = None
     error: str | None = None
-    result: Any = None  # the AskResult, whose thought timings fill in later
+    result: AskResult | None = None  # its thought timings fill in later
 
 
 @dataclass
@@ -83,10 +90,6 @@ class Run:
 
 def build_library(settings: Settings, log: Log) -> None:
     """The four shared papers in ``settings.data_dir``, shared with every user."""
-    from copilot.engine import Copilot
-    from copilot.library import Library
-    from ingest.models import PaperMetadata
-
     copilot = Copilot.open(settings)
     library = Library.open(settings, store=copilot.store, embedder=copilot.embedder)
     for name, (arxiv_id, title) in PAPERS.items():
@@ -98,12 +101,9 @@ def build_library(settings: Settings, log: Log) -> None:
     copilot.store.close()
 
 
-def ask_all(services: Any, user: str, questions: list[str], start: threading.Barrier,  # noqa: ANN401 - Services
+def ask_all(services: Services, user: str, questions: list[str], start: threading.Barrier,
             turns: list[Turn]) -> None:
     """One simulated user: each question right after the previous answer, as the chat tab asks it."""
-    from copilot.engine import AskResult
-    from copilot.types import AnswerSources
-
     start.wait()
     for question in questions:
         turn = Turn(user, question)
@@ -127,6 +127,7 @@ def ask_all(services: Any, user: str, questions: list[str], start: threading.Bar
 def run_users(base: Path, n_users: int, n_questions: int, settings: Settings, thought_wait_s: float,
               log: Log) -> Run:
     """N users asking at once on a copy of the library in ``base``."""
+    # Gradio reads HF_HUB_OFFLINE when imported: the web app's services load once the command has set it.
     from copilot.ui.services import Services
 
     work = Path(tempfile.mkdtemp(prefix=f"latency-{n_users}-"))
@@ -198,7 +199,7 @@ def json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    def cell(value: Any) -> str:  # noqa: ANN401
+    def cell(value: float | None) -> str:
         return "–" if value is None else str(value)
 
     head = ("| users | answers | sources p50 / p95 (s) | first word p50 / p95 / max (s) | full answer p50 / p95 (s) "

@@ -31,11 +31,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
@@ -45,6 +45,11 @@ from copilot.retrieval import CANDIDATE_FACTOR, chunk_scope, pack_context, retri
 from copilot.storage import Store, utc_now
 from copilot.storage.vectors import IndexOptions
 from copilot.types import Chunk, Paper, ThoughtSource
+
+if TYPE_CHECKING:
+    from copilot.storage.postgres import PostgresStore
+
+Log = Callable[[str], None]
 
 CHUNKS_PER_PAPER = 70
 OTHER_USERS = 10
@@ -66,9 +71,10 @@ class Built:
 URL_VARIABLE = "COPILOT_BENCH_DATABASE_URL"  # how the measuring process is told the database (not in its argv)
 
 
-def open_store(work: Path, options: IndexOptions, url: str = "") -> Any:  # noqa: ANN401 - a store of a backend
+def open_store(work: Path, options: IndexOptions, url: str = "") -> Store | PostgresStore:
     """The store a run measures: the data directory ``work`` (embedded), or the PostgreSQL database ``url``."""
     if url:
+        # psycopg is loaded only for a PostgreSQL run: the embedded run's peak memory is measured without it.
         from copilot.storage.postgres import PostgresStore
 
         return PostgresStore(url, options)
@@ -78,7 +84,7 @@ def open_store(work: Path, options: IndexOptions, url: str = "") -> Any:  # noqa
 @contextmanager
 def bench_server(work_root: Path | None) -> Iterator[str]:
     """A PostgreSQL with pgvector for the run (the ``pgserver`` package), stopped and removed afterwards."""
-    try:
+    try:  # a test requirement, not a runtime one
         import pgserver
     except ImportError:
         raise RuntimeError("--backend postgres needs --database-url (or COPILOT_DATABASE_URL), or the pgserver "
@@ -236,16 +242,16 @@ def measure_rebuild(built: Built, queries: np.ndarray, repeats: int) -> float:
 
 
 def run_size(n: int, base: np.ndarray, texts: list[str], queries: np.ndarray, warm_up: np.ndarray,
-             options: IndexOptions, work_root: Path | None, log, database_url: str = "") -> dict:  # noqa: ANN001
+             options: IndexOptions, work_root: Path | None, log: Log, database_url: str = "") -> dict:
     """Build a library of ``n`` chunks and measure it (on PostgreSQL when ``database_url`` is given)."""
-    from copilot.storage.postgres import scratch_schema
+    from copilot.storage.postgres import scratch_schema  # psycopg only for a PostgreSQL run, as in open_store
 
     with scratch_schema(database_url, f"scale_{n}") if database_url else nullcontext("") as url:
         return _run_size(n, base, texts, queries, warm_up, options, work_root, log, url)
 
 
 def _run_size(n: int, base: np.ndarray, texts: list[str], queries: np.ndarray, warm_up: np.ndarray,
-              options: IndexOptions, work_root: Path | None, log, url: str) -> dict:  # noqa: ANN001 - log: a print
+              options: IndexOptions, work_root: Path | None, log: Log, url: str) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"scale-{n}-", dir=work_root))
     try:
         t0 = time.perf_counter()

@@ -17,6 +17,8 @@ import click
 
 from copilot.cli import Command
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.engine import Copilot
+from copilot.library import Library
 
 DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
 QUESTIONS = [
@@ -34,9 +36,6 @@ QUESTIONS = [
 
 
 def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> dict:
-    from copilot.engine import Copilot
-    from copilot.library import Library
-
     copilot = Copilot.open(settings)
     library = Library.open(settings, store=copilot.store, embedder=copilot.embedder)
     for pdf in sorted(papers_dir.glob("*.pdf")):

@@ -12,7 +12,10 @@ import click
 from copilot.cli import Command
 from copilot.config import Settings, apply_offline_defaults
 from copilot.eval.methods import METHODS, parse_methods
+from copilot.eval.runner import EvalConfig, run_evaluation
+from copilot.eval.runs import record_run
 from copilot.eval.tasks import DEFAULT_DATA, TASKS
+from copilot.storage import Store
 
 
 def _tasks(spec: str) -> list[str]:
@@ -100,8 +103,6 @@ table (unless --no-record). The LLM and embedder are the configured ones (COPILO
 def main(task_spec: str, method_spec: str, data_path: Path | None, limit: str | None, seed: int, budget: str | None,
          top_k: int | None, answer_tokens: int | None, warmup: str | None, evolution: str | None, no_judge: bool,
          no_heldout: bool, quick: bool, out: Path | None, data_dir: str | None, no_record: bool) -> None:
-    from copilot.eval.runner import EvalConfig, run_evaluation
-
     tasks = _tasks(task_spec)
     try:
         methods = parse_methods(method_spec)
@@ -119,9 +120,6 @@ def main(task_spec: str, method_spec: str, data_path: Path | None, limit: str | 
                         heldout=not no_heldout, quick=quick)
     report = run_evaluation(config, out, settings, command="python -m copilot.eval " + shlex.join(sys.argv[1:]))
     if not no_record:
-        from copilot.eval.runs import record_run
-        from copilot.storage import Store
-
         with Store.open(settings) as store:
             ids = record_run(store, report, str(out.resolve()))
         click.echo(f"recorded as eval run(s) {', '.join(map(str, ids))} in {settings.db_path}")

@@ -15,16 +15,20 @@ differ only in what they put in the context:
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from copilot import prompts as product_prompts
+from copilot.engine import Copilot
 from copilot.eval.corpus import Bench, Cost, Meter, Retrieval
 from copilot.eval.tasks import Item
 from copilot.eval.tree import SummaryTree, build_tree, walk
 from copilot.retrieval import CANDIDATE_FACTOR, pack_context, retrieve_mixture, thought_scope
+from copilot.tasks.warmup import simulated_questions
 from copilot.types import RetrievedItem
 
 THOUGHT_RETRIEVER = "thought-retriever"
@@ -131,8 +135,8 @@ class BM25(Ranked):
     name = "bm25"
 
     def prepare(self, items: Sequence[Item]) -> None:
-        import logging
-
+        # bm25s and scikit-learn load scipy (seconds): imported by the method that uses them, not by the
+        # dashboard, which imports the runner.
         import bm25s
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
@@ -153,7 +157,7 @@ class TfIdf(Ranked):
     name = "tfidf"
 
     def prepare(self, items: Sequence[Item]) -> None:
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.feature_extraction.text import TfidfVectorizer  # scipy: see BM25.prepare
 
         self.vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
         self.matrix = self.vectorizer.fit_transform(self.bench.texts)
@@ -299,8 +303,6 @@ class ThoughtRetriever(Method):
 
     def __init__(self, bench: Bench, *, user_id: str = "eval") -> None:
         super().__init__(bench)
-        from copilot.engine import Copilot
-
         self.copilot = Copilot(bench.settings, bench.store, bench.embedder, bench.llm)
         self.user_id = user_id
 
@@ -310,9 +312,6 @@ class ThoughtRetriever(Method):
         Like the product's warm-up of a new paper, but from body passages only: the abstract is what
         abstract-single asks for.
         """
-        from copilot import prompts as product_prompts
-        from copilot.tasks.warmup import simulated_questions
-
         b = self.bench
         scopes: list[list[str] | None] = []
         for item in items:

@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 # Texts are embedded in batches of windows of this many words (the embedder itself splits a window that is
@@ -20,8 +24,8 @@ WINDOW_WORDS = 150
 
 
 @lru_cache(maxsize=1)
-def _scorer():  # noqa: ANN202 - a rouge_score RougeScorer
-    from rouge_score import rouge_scorer
+def _scorer() -> RougeScorer:
+    from rouge_score import rouge_scorer  # it loads scipy (seconds): only when a score is computed
 
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
 METRIC_LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "semantic_f1": "semantic F1",
                  "recall@1": "Recall@1", "recall@5": "Recall@5", "recall@10": "Recall@10", "accuracy": "accuracy"}
 GENERATE_METRICS = ("rouge1", "rouge2", "rougeL", "semantic_f1")
@@ -112,17 +115,13 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def plot_methods(task: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     metric = task["primary_metric"]
     names = [n for n, m in task["methods"].items() if (m["metrics"].get(metric) or {}).get("mean") is not None]
     means = [task["methods"][n]["metrics"][metric]["mean"] for n in names]
     errors = [[m - task["methods"][n]["metrics"][metric]["lo"] for n, m in zip(names, means, strict=True)],
               [task["methods"][n]["metrics"][metric]["hi"] - m for n, m in zip(names, means, strict=True)]]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig = Figure(figsize=(8, 3.6))
+    ax = fig.subplots()
     colours = ["tab:orange" if n == "thought-retriever" else "tab:blue" for n in names]
     ax.bar(names, means, yerr=errors, color=colours, capsize=3)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
@@ -130,22 +129,17 @@ def plot_methods(task: dict[str, Any], path: Path) -> None:
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def plot_evolution(task: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     metric = task["primary_metric"]
     points = [p for p in task["self_evolution"] if p["metrics"].get(metric, {}).get("mean") is not None]
     if not points:
         return
     x = [p["warmup_queries"] for p in points]
     mean = [p["metrics"][metric]["mean"] for p in points]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.subplots()
     ax.plot(x, mean, marker="o", color="tab:orange", label="Thought-Retriever")
     ax.fill_between(x, [p["metrics"][metric]["lo"] for p in points], [p["metrics"][metric]["hi"] for p in points],
                     color="tab:orange", alpha=0.2)
@@ -155,8 +149,6 @@ def plot_evolution(task: dict[str, Any], path: Path) -> None:
     dense = (task["methods"].get("dense") or {}).get("metrics", {}).get(metric, {}).get("mean")
     if dense is not None:
         ax.axhline(dense, color="tab:blue", linestyle="--", label="dense")
-    from matplotlib.ticker import MaxNLocator
-
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("warm-up questions asked")
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
@@ -164,7 +156,6 @@ def plot_evolution(task: dict[str, Any], path: Path) -> None:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_report(report: dict[str, Any], out: Path) -> None:

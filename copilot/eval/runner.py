@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from copilot.config import Settings
-from copilot.embeddings import Embedder
+from copilot.embeddings import Embedder, get_embedder
 from copilot.eval import metrics
 from copilot.eval.corpus import Bench, Cost, Meter
 from copilot.eval.judge import compare
 from copilot.eval.methods import THOUGHT_RETRIEVER, Method, ThoughtRetriever, TreeMethod, make_methods
 from copilot.eval.tasks import Item, Task, halves, load_task
-from copilot.llm import ChatModel
+from copilot.llm import ChatModel, get_llm
 from copilot.storage import utc_now
 
 RECALL_KS = (1, 5, 10)
@@ -271,9 +271,8 @@ def method_summary(method: Method, records: list[dict], win: dict | None, seed: 
 def run_evaluation(config: EvalConfig, out: Path, settings: Settings, *, llm: ChatModel | None = None,
                    embedder: Embedder | None = None, log: Log = stderr_log, command: str = "") -> dict[str, Any]:
     """Run every task of ``config``; returns the report (also written to ``out``)."""
-    from copilot.embeddings import get_embedder
+    # The report draws its plots with matplotlib: loaded for a run, not for the dashboard, which reads PRIMARY here.
     from copilot.eval.report import write_report
-    from copilot.llm import get_llm
 
     out.mkdir(parents=True, exist_ok=True)
     knobs = config.resolved(settings) | {"command": command}

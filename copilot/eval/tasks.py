@@ -19,10 +19,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from copilot.config import SHARED_DATA_DIR
 from copilot import prompts
+from copilot.config import SHARED_DATA_DIR
+from copilot.embeddings import load_tokenizer
+from ingest.chunking import ChunkingOptions, chunk_paper, split_spans
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 TASKS = ("abstract-single", "synthesis", "claims")
 DEFAULT_DATA = {
@@ -94,20 +99,16 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def _split(text: str, tokenizer, group: str, title: str, section: str) -> list[Doc]:  # noqa: ANN001
+def _split(text: str, tokenizer: PreTrainedTokenizerBase, group: str, title: str, section: str) -> list[Doc]:
     """Passages of at most the embedder's chunk size, so each is embedded whole."""
-    from ingest.chunking import ChunkingOptions, split_spans
-
     spans = split_spans(tokenizer, text, ChunkingOptions())
     return [Doc(f"{group}#{i}", group, title, section, text[s:e]) for i, (s, e, _) in enumerate(spans)]
 
 
 def load_abstract_single(path: Path, *, limit: int | None = None, seed: int = 0,
-                         tokenizer=None) -> Task:  # noqa: ANN001 - a transformers tokenizer
+                         tokenizer: PreTrainedTokenizerBase | None = None) -> Task:
     """One item per PDF in ``path`` (sorted by name)."""
-    from copilot.embeddings import load_tokenizer
-    from ingest.chunking import ChunkingOptions, chunk_paper
-    from ingest.pdf import parse_pdf
+    from ingest.pdf import parse_pdf  # pymupdf (a second to load): only for the task that reads PDFs
 
     tokenizer = tokenizer or load_tokenizer()
     pdfs = sorted(Path(path).glob("*.pdf"))
@@ -149,10 +150,9 @@ def load_synthesis(path: Path, *, limit: int | None = None, seed: int = 0) -> Ta
                 {"items": [i.id for i in items], "indices": chosen, "of": len(records), "seed": seed})
 
 
-def load_claims(path: Path, *, limit: int | None = None, seed: int = 0, tokenizer=None) -> Task:  # noqa: ANN001
+def load_claims(path: Path, *, limit: int | None = None, seed: int = 0,
+                tokenizer: PreTrainedTokenizerBase | None = None) -> Task:
     """SciFact style records: ``input`` (the claim), ``gold_ctx`` (title, text), ``answer`` (true/false)."""
-    from copilot.embeddings import load_tokenizer
-
     tokenizer = tokenizer or load_tokenizer()
     records = read_records(path)
     chosen = sample_indices(len(records), limit, seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +45,7 @@ def clip_words(text: str, n_words: int) -> str:
 
 def clusters(vectors: np.ndarray, n_clusters: int, seed: int) -> list[list[int]]:
     """Row indices grouped by k-means, each group in index order, groups ordered by their first row."""
-    from sklearn.cluster import KMeans
+    from sklearn.cluster import KMeans  # it loads scipy (seconds): only when a tree is built
 
     labels = KMeans(n_clusters=n_clusters, n_init=4, random_state=seed).fit_predict(vectors)
     groups = [sorted(np.flatnonzero(labels == c).tolist()) for c in range(n_clusters)]
@@ -59,8 +60,9 @@ def summarise(llm: ChatModel, texts: list[str], input_tokens: int) -> str:
     return llm.chat(messages, max_tokens=prompts.SUMMARY_MAX_TOKENS, temperature=0.0).strip()
 
 
-def build_tree(llm: ChatModel, encode, texts: list[str], vectors: np.ndarray, doc_indices: list[int], *,  # noqa: ANN001
-               input_tokens: int, cluster_size: int = 8, max_branch: int = 8, seed: int = 0) -> SummaryTree:
+def build_tree(llm: ChatModel, encode: Callable[[Sequence[str]], np.ndarray], texts: list[str], vectors: np.ndarray,
+               doc_indices: list[int], *, input_tokens: int, cluster_size: int = 8, max_branch: int = 8,
+               seed: int = 0) -> SummaryTree:
     """The tree over passages ``doc_indices`` (``texts``/``vectors`` are indexed by passage index).
 
     ``encode`` embeds summaries (``Embedder.encode_documents``).

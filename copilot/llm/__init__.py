@@ -1,19 +1,25 @@
-"""LLM backends behind one interface, chosen by configuration.
+"""LLM backends behind one interface, each registered by name and chosen by ``COPILOT_LLM_BACKEND``.
 
+A backend is one :class:`~copilot.llm.base.ChatModel` subclass built from the settings by its
+``from_settings`` classmethod. :data:`BACKENDS` names each one's class by import path, so a backend's module
+(llama.cpp, the ``openai`` client, ``huggingface_hub``) is imported only when that backend is built.
 ``get_llm()`` returns the process-wide model for the configured backend; loading the embedded model takes a
 second or two, so it happens once.
 """
 
 from __future__ import annotations
 
+import pkgutil
 import threading
 
 from copilot.config import Settings, get_settings
+from copilot.errors import UserError
 from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, UsageCounter
 from copilot.llm.json_reply import NoJSONObject, extract_json_object
 from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, scheduling
 
 __all__ = [
+    "BACKENDS",
     "ChatModel",
     "ChoiceProbe",
     "GenerationOptions",
@@ -24,44 +30,38 @@ __all__ = [
     "Priority",
     "Ticket",
     "UsageCounter",
+    "backend_class",
     "build_llm",
     "extract_json_object",
     "get_llm",
     "scheduling",
 ]
 
+# Backend name (the resolved value of ``Settings.llm_backend``) -> "module:Class".
+BACKENDS: dict[str, str] = {
+    "local": "copilot.llm.llamacpp:LlamaCppModel",
+    "openai": "copilot.llm.openai_compat:OpenAICompatibleModel",
+    "hf": "copilot.llm.hf_inference:HFInferenceModel",
+}
+
 _cache: dict[tuple, ChatModel] = {}
 _cache_lock = threading.Lock()
 
 
+def backend_class(name: str) -> type[ChatModel]:
+    """The class registered as backend ``name``, its module imported now."""
+    if name not in BACKENDS:
+        raise UserError(f"Unknown LLM backend '{name}'; known backends: {', '.join(BACKENDS)}.")
+    try:
+        return pkgutil.resolve_name(BACKENDS[name])
+    except ModuleNotFoundError as exc:  # the backend's library is missing from this install
+        raise LLMError(f"The '{name}' LLM backend needs {exc.name}, which is not installed; run `make run` to set "
+                       "up.") from exc
+
+
 def build_llm(settings: Settings) -> ChatModel:
     """A new model object for ``settings`` (no caching)."""
-    backend = settings.resolved_backend()
-    if backend == "openai":
-        from copilot.llm.openai_compat import OpenAICompatibleModel
-
-        model: ChatModel = OpenAICompatibleModel(
-            base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
-            model=settings.llm_model,
-            timeout_s=settings.llm_timeout_s,
-            slots=settings.llm_slots,  # an endpoint serves several requests at once
-        )
-        return model
-    if backend == "hf":
-        from copilot.llm.hf_inference import HFInferenceModel
-
-        return HFInferenceModel(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s,
-                                slots=settings.llm_slots)
-    # One in-process model computes one call at a time: one slot (the ChatModel default).
-    from copilot.llm.llamacpp import LlamaCppModel
-
-    return LlamaCppModel(
-        model_path=settings.llm_model or None,
-        n_ctx=settings.llm_context_tokens,
-        n_threads=settings.llm_threads,
-        repeat_penalty=settings.repeat_penalty,
-    )
+    return backend_class(settings.resolved_backend()).from_settings(settings)
 
 
 def get_llm(settings: Settings | None = None) -> ChatModel:

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from copilot.config import Settings
 from copilot.errors import ComponentError
 from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, current_caller
 
@@ -66,6 +67,11 @@ class ChatModel(ABC):
         self.usage = UsageCounter()
         self._usage_lock = threading.Lock()
         self.scheduler = LLMScheduler(slots)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChatModel:
+        """The model ``settings`` configure; every backend registered in :data:`copilot.llm.BACKENDS` has one."""
+        raise NotImplementedError(f"{cls.__name__} is not built from settings.")
 
     @abstractmethod
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:

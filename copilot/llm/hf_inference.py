@@ -8,6 +8,7 @@ import httpx2
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, OfflineModeIsEnabled
 
+from copilot.config import Settings
 from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
 from copilot.llm.openai_compat import estimate_tokens
 
@@ -23,6 +24,12 @@ class HFInferenceModel(ChatModel):
         self.model = model or DEFAULT_HF_MODEL
         self.name = f"hf:{self.model}"
         self._client = InferenceClient(model=self.model, token=token or None, timeout=timeout_s)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HFInferenceModel:
+        """The configured model on Hugging Face Inference, with ``llm_slots`` calls at once."""
+        return cls(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s,
+                   slots=settings.llm_slots)
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from llama_cpp import Llama, LlamaGrammar, LogitsProcessorList
 
+from copilot.config import Settings
 from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message
 
 BUNDLED_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -49,15 +51,11 @@ class LlamaCppModel(ChatModel):
         path = Path(model_path) if model_path else bundled_gguf_path()
         if not path.is_file():
             raise LLMError(f"GGUF model file not found: {path}; check COPILOT_LLM_MODEL.")
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise LLMError("llama-cpp-python is not installed; run `make run` to set up.") from exc
         self.model_path = path
         self.name = f"local:{path.name}"
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
-        self._grammars: dict = {}
+        self._grammars: dict[str, LlamaGrammar] = {}
         try:
             self._llama = Llama(
                 model_path=str(path),
@@ -68,6 +66,12 @@ class LlamaCppModel(ChatModel):
             )
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LlamaCppModel:
+        """The configured GGUF file (default: the bundled one); one in-process model computes one call at a time."""
+        return cls(model_path=settings.llm_model or None, n_ctx=settings.llm_context_tokens,
+                   n_threads=settings.llm_threads, repeat_penalty=settings.repeat_penalty)
 
     @property
     def context_tokens(self) -> int:
@@ -89,10 +93,8 @@ class LlamaCppModel(ChatModel):
             )
         return max(1, min(wanted, room))
 
-    def _grammar(self, gbnf: str):  # noqa: ANN202 - a llama.cpp LlamaGrammar
+    def _grammar(self, gbnf: str) -> LlamaGrammar:
         """Compiled once per grammar text: a tiny model keeps a reply format only when decoding enforces it."""
-        from llama_cpp import LlamaGrammar
-
         if gbnf not in self._grammars:
             self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[gbnf]
@@ -106,10 +108,8 @@ class LlamaCppModel(ChatModel):
                 ids.add(tokens[0])
         return sorted(ids)
 
-    def _probe_processor(self, probe: ChoiceProbe):  # noqa: ANN202 - a llama.cpp LogitsProcessorList
+    def _probe_processor(self, probe: ChoiceProbe) -> LogitsProcessorList:
         """A logits processor that reads the next-token distribution once the reply ends with the marker."""
-        from llama_cpp import LogitsProcessorList
-
         choice_ids = {c: self._choice_tokens(c) for c in probe.choices}
         marker = probe.marker.strip()
 

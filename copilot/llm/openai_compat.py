@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import openai
 
+from copilot.config import Settings
 from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -31,6 +32,12 @@ class OpenAICompatibleModel(ChatModel):
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=1
         )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAICompatibleModel:
+        """The configured endpoint, with ``llm_slots`` calls at once (an endpoint serves several requests)."""
+        return cls(base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=settings.llm_model,
+                   timeout_s=settings.llm_timeout_s, slots=settings.llm_slots)
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)

@@ -39,9 +39,9 @@ import numpy as np
 import psycopg
 
 from copilot.storage.migrations import VECTOR_TABLES
-from copilot.storage.postgres import _reason
+from copilot.storage.postgres import PostgresStore, _reason
 from copilot.storage.rows import from_blob, marks
-from copilot.storage.store import VECTOR_META, StoreError, _meta
+from copilot.storage.store import VECTOR_META, Store, StoreError, _meta
 from copilot.types import VectorFilter
 
 # Tables of records with their primary keys, parents before the rows that point at them. Left out:
@@ -157,7 +157,7 @@ class CopyReport:
                 "sequences": self.sequences, "verdict": self.verdict()}
 
 
-def copy_store(source: Any, target: Any, *, batch: int = BATCH, samples: int = SAMPLES,  # noqa: ANN401
+def copy_store(source: Store, target: PostgresStore, *, batch: int = BATCH, samples: int = SAMPLES,
                progress: Progress | None = None) -> CopyReport:
     """Copy every record table of the SQLite ``source`` (a :class:`~copilot.storage.store.Store`) into the
     PostgreSQL ``target`` (a :class:`~copilot.storage.postgres.PostgresStore`) with their ids, then check it
@@ -179,7 +179,7 @@ def copy_store(source: Any, target: Any, *, batch: int = BATCH, samples: int = S
     return CopyReport(target.where, checks, retrievals, sequences)
 
 
-def _check_tables(source: Any) -> None:  # noqa: ANN401
+def _check_tables(source: Store) -> None:
     """Refuse a source with a table this copy does not know (a migration added one and :data:`TABLES` lags)."""
     names = {r[0] for r in source.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                                "AND name NOT LIKE 'sqlite_%'")}
@@ -188,7 +188,7 @@ def _check_tables(source: Any) -> None:  # noqa: ANN401
         raise StoreError(f"the embedded database has tables this copy does not know: {', '.join(unknown)}")
 
 
-def _check_dimensions(source: Any, target: Any) -> None:  # noqa: ANN401
+def _check_dimensions(source: Store, target: PostgresStore) -> None:
     """Refuse, before copying anything, vectors of another size than the target's columns hold."""
     with target.connection() as conn:
         for kind in VECTOR_TABLES:
@@ -201,7 +201,7 @@ def _check_dimensions(source: Any, target: Any) -> None:  # noqa: ANN401
 
 
 @contextmanager
-def _snapshot(source: Any) -> Iterator[None]:  # noqa: ANN401
+def _snapshot(source: Store) -> Iterator[None]:
     """One read transaction on the source: every batch and count sees the same database."""
     source.conn.execute("BEGIN")
     try:
@@ -210,22 +210,22 @@ def _snapshot(source: Any) -> Iterator[None]:  # noqa: ANN401
         source.conn.execute("COMMIT")
 
 
-def _source_columns(source: Any, table: str) -> list[str]:  # noqa: ANN401
+def _source_columns(source: Store, table: str) -> list[str]:
     return [r[1] for r in source.conn.execute(f"PRAGMA table_info({table})")]
 
 
-def _target_columns(target: Any, table: str) -> list[str]:  # noqa: ANN401
+def _target_columns(target: PostgresStore, table: str) -> list[str]:
     with target.connection() as conn:
         return [r[0] for r in conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
             "AND table_name = %s ORDER BY ordinal_position", [table])]
 
 
-def _count(source: Any, table: str) -> int:  # noqa: ANN401
+def _count(source: Store, table: str) -> int:
     return int(source.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
 
-def _copy_table(source: Any, target: Any, table: str, batch: int, progress: Progress | None) -> None:  # noqa: ANN401
+def _copy_table(source: Store, target: PostgresStore, table: str, batch: int, progress: Progress | None) -> None:
     """Copy ``table`` in batches of ``batch`` rows, one target transaction each."""
     wanted = _target_columns(target, table)
     columns = [c for c in _source_columns(source, table) if c in wanted]
@@ -263,7 +263,7 @@ def _copy_table(source: Any, target: Any, table: str, batch: int, progress: Prog
             progress(table, done, total)
 
 
-def _advance_sequences(target: Any) -> dict[str, int]:  # noqa: ANN401
+def _advance_sequences(target: PostgresStore) -> dict[str, int]:
     """Set each identity column's sequence past the largest value in its table (never back), so rows written
     after the copy get fresh ids; returns the value each sequence now stands at, by ``table.column``."""
     now = {}
@@ -283,7 +283,7 @@ def _advance_sequences(target: Any) -> dict[str, int]:  # noqa: ANN401
     return now
 
 
-def _check_table(source: Any, target: Any, table: str, batch: int) -> TableCheck:  # noqa: ANN401
+def _check_table(source: Store, target: PostgresStore, table: str, batch: int) -> TableCheck:
     """How many of ``table``'s source rows the target holds, matched by primary key."""
     key = TABLES[table]
     present, last = 0, None
@@ -301,7 +301,7 @@ def _check_table(source: Any, target: Any, table: str, batch: int) -> TableCheck
     return TableCheck(table, _count(source, table), present, in_target)
 
 
-def _present(conn: Any, table: str, keys: list) -> int:  # noqa: ANN401 - a psycopg connection
+def _present(conn: psycopg.Connection, table: str, keys: list) -> int:
     """How many of these primary keys of ``table`` the target holds."""
     key = TABLES[table]
     tuples = ", ".join([f"({', '.join(['%s'] * len(key))})"] * len(keys))
@@ -322,7 +322,7 @@ def _filters(kind: str, owner: str | None, paper: str | None) -> list[VectorFilt
     return filters
 
 
-def check_retrievals(source: Any, target: Any, *, samples: int = SAMPLES, seed: int = SEED,  # noqa: ANN401
+def check_retrievals(source: Store, target: PostgresStore, *, samples: int = SAMPLES, seed: int = SEED,
                      k: int = K) -> RetrievalCheck:
     """Search ``samples`` stored vectors of each vector table on both stores (see the module notes)."""
     result = RetrievalCheck()

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-Migration = Callable[[Any], None]
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+Migration = Callable[["Connection"], None]
 PG_MIGRATIONS: list[Migration] = []
 
 _LOCK = 0x636F70696C6F74  # the advisory lock held while migrating ("copilot")
@@ -28,7 +31,7 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
-def migrate(conn: Any) -> list[str]:  # noqa: ANN401 - a psycopg connection in autocommit mode
+def migrate(conn: Connection) -> list[str]:
     """Apply the migrations not yet applied, in order; returns the names applied now."""
     applied = []
     with conn.transaction():
@@ -47,18 +50,18 @@ def migrate(conn: Any) -> list[str]:  # noqa: ANN401 - a psycopg connection in a
     return applied
 
 
-def schema_version(conn: Any) -> int:  # noqa: ANN401
+def schema_version(conn: Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0])
 
 
-def _run(conn: Any, script: str) -> None:  # noqa: ANN401
+def _run(conn: Connection, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
 
 
 @migration
-def m001_initial(conn: Any) -> None:  # noqa: ANN401
+def m001_initial(conn: Connection) -> None:
     _run(conn, """
         CREATE TABLE users (id TEXT PRIMARY KEY, name TEXT, created_at TEXT);
         CREATE TABLE papers (
@@ -99,7 +102,7 @@ def m001_initial(conn: Any) -> None:  # noqa: ANN401
 
 
 @migration
-def m002_paper_structure(conn: Any) -> None:  # noqa: ANN401
+def m002_paper_structure(conn: Connection) -> None:
     """Keep what parsing found, so ``show --sections`` needs no re-parse."""
     _run(conn, """
         ALTER TABLE papers ADD COLUMN n_pages INTEGER, ADD COLUMN sections TEXT, ADD COLUMN references_json TEXT,
@@ -109,7 +112,7 @@ def m002_paper_structure(conn: Any) -> None:  # noqa: ANN401
 
 
 @migration
-def m003_refreshes_and_follows(conn: Any) -> None:  # noqa: ANN401
+def m003_refreshes_and_follows(conn: Connection) -> None:
     """Followed arXiv categories per user, and a record of each library refresh (what it added, what failed)."""
     _run(conn, """
         CREATE TABLE follows (
@@ -123,13 +126,13 @@ def m003_refreshes_and_follows(conn: Any) -> None:  # noqa: ANN401
 
 
 @migration
-def m004_generation_tokens(conn: Any) -> None:  # noqa: ANN401
+def m004_generation_tokens(conn: Connection) -> None:
     """Nothing to add: vectors live in their rows (pgvector), so there is no index file to keep in step with a
     generation; the step is recorded to keep both backends' migration lists alike."""
 
 
 @migration
-def m005_usage_events(conn: Any) -> None:  # noqa: ANN401
+def m005_usage_events(conn: Connection) -> None:
     """One row per counted action of a user (a question, a paper added from arXiv), for per-user limits."""
     _run(conn, """
         CREATE TABLE usage_events (
@@ -139,7 +142,7 @@ def m005_usage_events(conn: Any) -> None:  # noqa: ANN401
 
 
 @migration
-def m006_thought_jobs(conn: Any) -> None:  # noqa: ANN401
+def m006_thought_jobs(conn: Connection) -> None:
     """An answered query whose thought is 'pending' is the job of writing it: the share flag it was asked with,
     and which worker claimed it when (a lease, renewed while that worker lives), so another replica takes over
     the job of one that died."""

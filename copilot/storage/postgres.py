@@ -31,6 +31,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from pgvector.psycopg.vector import VectorBinaryLoader, VectorLoader
+from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -100,12 +101,12 @@ def _reason(exc: BaseException, url: str) -> str:
 class _ArrayLoader(VectorBinaryLoader):
     """Reads a ``vector`` as the float32 array the repositories expect (as ``from_blob`` gives on SQLite)."""
 
-    def load(self, data: Any) -> np.ndarray:  # noqa: ANN401 - a buffer
+    def load(self, data: Buffer) -> np.ndarray:
         return np.asarray(super().load(data).to_numpy(), dtype=np.float32)
 
 
 class _ArrayTextLoader(VectorLoader):
-    def load(self, data: Any) -> np.ndarray:  # noqa: ANN401 - a buffer
+    def load(self, data: Buffer) -> np.ndarray:
         return np.asarray(super().load(data).to_numpy(), dtype=np.float32)
 
 

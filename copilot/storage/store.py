@@ -18,6 +18,7 @@ set: the same repositories and the same interface, with the vectors in the rows.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import secrets
 import sqlite3
@@ -25,13 +26,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlite_utils import Database
 
-from copilot.errors import ComponentError
 from copilot.config import Settings
+from copilot.errors import ComponentError
 from copilot.storage.chunks import ChunkRepository
 from copilot.storage.eval_runs import EvalRunRepository
 from copilot.storage.follows import FollowRepository, RefreshRepository
@@ -45,6 +46,9 @@ from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.usage import UsageRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex, remove_path
 from copilot.types import VectorFilter, VectorMeta
+
+if TYPE_CHECKING:
+    from copilot.storage.postgres import PostgresStore  # which builds on this module
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +100,7 @@ def _damaged(db_path: Path, detail: str) -> StorageError:
                         "creates an empty library there")
 
 
-def attach_repositories(store: Any) -> None:  # noqa: ANN401 - a Store of either backend
+def attach_repositories(store: Store | PostgresStore) -> None:
     """Give ``store`` its repositories: all SQL on records lives in them (one module per noun, in this package),
     written in the subset both backends speak."""
     store.papers = PaperRepository(store)
@@ -606,10 +610,8 @@ SERVER_BACKENDS = {"postgresql": ("copilot.storage.postgres", "PostgresStore"),
                    "postgres": ("copilot.storage.postgres", "PostgresStore")}
 
 
-def open_database(settings: Settings) -> Any:  # noqa: ANN401 - a store with the same interface as Store
+def open_database(settings: Settings) -> PostgresStore:
     """The store on the database server that ``COPILOT_DATABASE_URL`` names, chosen by the URL's scheme."""
-    import importlib
-
     backend = settings.storage_backend
     if backend not in SERVER_BACKENDS:
         raise StoreError(f"COPILOT_DATABASE_URL names a '{backend}' database; supported: "

@@ -17,11 +17,16 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import click
 import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 
-from copilot.config import SHARED_DATA_DIR
+from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.embeddings import Embedder, get_embedder
+from copilot.llm import get_llm
 from copilot.llm.base import ChatModel
-from copilot.thoughts import relevance_probability
+from copilot.thoughts import combined_confidence, distill, relevance_probability
 
 DEFAULT_DATA = SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json"
 ANSWER_WORDS = 60
@@ -87,8 +92,6 @@ def make_pairs(path: Path = DEFAULT_DATA, n: int = 40, seed: int = 0) -> list[Pa
 
 def roc_auc(labels: list[int], scores: list[float]) -> float:
     """Probability that a random positive scores above a random negative (ties count half); NaN for one class."""
-    from sklearn.metrics import roc_auc_score
-
     if len(set(labels)) < 2:
         return float("nan")
     return float(roc_auc_score(labels, scores))
@@ -115,8 +118,6 @@ def best_threshold(labels: list[int], scores: list[float]) -> tuple[float, float
 def score_pairs(llm: ChatModel, pairs: list[Pair]) -> tuple[list[float | None], list[str]]:
     """The thought call's confidence and thought for every pair; None and "" where the reply held no usable
     thought."""
-    from copilot.thoughts import distill
-
     scores: list[float | None] = []
     thoughts: list[str] = []
     for pair in pairs:
@@ -139,8 +140,6 @@ def signal_report(labels: list[int], values: list[float], threshold: float) -> S
 
 def fit_relevance(cosines: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """(slope, bias) of the logistic curve P(label 1 | cosine)."""
-    from sklearn.linear_model import LogisticRegression
-
     model = LogisticRegression(C=1e4).fit(np.asarray(cosines)[:, None], np.asarray(labels))
     return round(float(model.coef_[0][0]), 2), round(float(model.intercept_[0]), 2)
 
@@ -162,7 +161,7 @@ def cross_validated_relevance(cosines: np.ndarray, labels: np.ndarray, seed: int
     return out
 
 
-def question_answer_cosines(embedder, pairs: list[Pair]) -> np.ndarray:  # noqa: ANN001 - an Embedder
+def question_answer_cosines(embedder: Embedder, pairs: list[Pair]) -> np.ndarray:
     """The cosine ``ThoughtMemory.write`` computes: question and answer, both embedded as documents."""
     q = embedder.encode_documents([p.question for p in pairs])
     a = embedder.encode_documents([p.answer for p in pairs])
@@ -172,8 +171,6 @@ def question_answer_cosines(embedder, pairs: list[Pair]) -> np.ndarray:  # noqa:
 def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, threshold: float,
            relevance_weight: float) -> CalibrationReport:
     """Unusable replies count as model confidence 0: the product would store nothing for them either."""
-    from copilot.thoughts import combined_confidence
-
     labels = np.array([p.label for p in pairs])
     model = np.array([0.0 if s is None else float(s) for s in scores])
     relevance = cross_validated_relevance(np.asarray(cosines), labels)
@@ -187,36 +184,27 @@ def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, t
         unusable=sum(s is None for s in scores))
 
 
-def main_command():  # noqa: ANN201 - a click command
+@click.command(help="Measure how the thought confidence separates real answers from mismatched ones, and fit the "
+                    "relevance curve (slope, bias).")
+@click.option("--data", "path", type=click.Path(path_type=Path), default=DEFAULT_DATA, show_default=True,
+              help="ScholarQA-Multi style JSON (input, output).")
+@click.option("--n", default=40, show_default=True, help="Matched pairs (as many mismatched ones are added).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the scores as JSON.")
+def main(path: Path, n: int, seed: int, out: Path | None) -> None:
     """``python -m copilot.tools.calibration``: measure the thought confidence of the configured LLM."""
-    import click
-
-    @click.command(help="Measure how the thought confidence separates real answers from mismatched ones, and fit "
-                        "the relevance curve (slope, bias).")
-    @click.option("--data", "path", type=click.Path(path_type=Path), default=DEFAULT_DATA, show_default=True,
-                  help="ScholarQA-Multi style JSON (input, output).")
-    @click.option("--n", default=40, show_default=True, help="Matched pairs (as many mismatched ones are added).")
-    @click.option("--seed", default=0, show_default=True)
-    @click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the scores as JSON.")
-    def run(path: Path, n: int, seed: int, out: Path | None) -> None:
-        from copilot.config import Settings, apply_offline_defaults
-        from copilot.embeddings import get_embedder
-        from copilot.llm import get_llm
-
-        settings = Settings()
-        apply_offline_defaults(settings)
-        pairs = make_pairs(path, n, seed)
-        scores, thoughts = score_pairs(get_llm(settings), pairs)
-        cosines = question_answer_cosines(get_embedder(settings), pairs)
-        result = report(pairs, scores, cosines, settings.min_confidence, settings.relevance_weight)
-        if out:
-            out.write_text(json.dumps({"report": result.as_dict(), "pairs": [
-                asdict(p) | {"confidence": s, "thought": t, "cosine": float(c)}
-                for p, s, t, c in zip(pairs, scores, thoughts, cosines, strict=True)]}, indent=2))
-        click.echo(json.dumps(result.as_dict(), indent=2))
-
-    return run
+    settings = Settings()
+    apply_offline_defaults(settings)
+    pairs = make_pairs(path, n, seed)
+    scores, thoughts = score_pairs(get_llm(settings), pairs)
+    cosines = question_answer_cosines(get_embedder(settings), pairs)
+    result = report(pairs, scores, cosines, settings.min_confidence, settings.relevance_weight)
+    if out:
+        out.write_text(json.dumps({"report": result.as_dict(), "pairs": [
+            asdict(p) | {"confidence": s, "thought": t, "cosine": float(c)}
+            for p, s, t, c in zip(pairs, scores, thoughts, cosines, strict=True)]}, indent=2))
+    click.echo(json.dumps(result.as_dict(), indent=2))
 
 
 if __name__ == "__main__":
-    main_command()()
+    main()

@@ -8,6 +8,9 @@ their vectors and their filter metadata), and ``files`` finds what no read uses:
 (left by a killed add or removal), staged uploads of processes that are gone, index snapshots and deltas of old
 generations and temporary files of killed index saves. With ``repair`` an inconsistent index is rebuilt from the
 database and those files are removed; the line says how many, and how large.
+
+The storage checks import the storage package (and with it faiss) inside the check, so an install whose faiss
+cannot load fails those lines and still reports the others.
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from copilot import prompts
 from copilot.config import Settings
+from copilot.embeddings import get_embedder
+from copilot.llm import get_llm
+
+if TYPE_CHECKING:
+    from copilot.library import Library
 
 
 @dataclass
@@ -47,8 +55,6 @@ def check_data_dir(settings: Settings) -> CheckResult:
 
 
 def check_embedder(settings: Settings) -> CheckResult:
-    from copilot.embeddings import get_embedder
-
     embedder = get_embedder(settings)
     vectors = embedder.encode_documents(["Transformers for citation recommendation.", "A recipe for bread."])
     norms = np.linalg.norm(vectors, axis=1)
@@ -64,8 +70,6 @@ def check_embedder(settings: Settings) -> CheckResult:
 
 
 def check_llm(settings: Settings) -> CheckResult:
-    from copilot.llm import get_llm
-
     llm = get_llm(settings)
     start = time.perf_counter()
     pieces = list(llm.stream([{"role": "user", "content": prompts.DOCTOR_PROBE}], max_tokens=64, temperature=0.0))
@@ -119,11 +123,11 @@ def check_sqlite(settings: Settings) -> CheckResult:
     )
 
 
-def _library(settings: Settings):  # noqa: ANN202 - an copilot.library.Library, or None
+def _library(settings: Settings) -> Library | None:
     """The data directory's library without models, or None when its database cannot be used (``sqlite`` says
     why)."""
-    from copilot.storage import StorageError
     from copilot.library import Library
+    from copilot.storage import StorageError
 
     try:
         return Library.open(settings)

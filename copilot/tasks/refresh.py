@@ -16,8 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from copilot.errors import UserError
+from copilot.library import Library
 from copilot.storage import Store, utc_now
 from copilot.types import Refresh
+from ingest.errors import IngestError
 from ingest.models import Progress, no_progress
 
 logger = logging.getLogger(__name__)
@@ -35,12 +38,12 @@ _CATEGORY = re.compile(r"(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.(?P<subject>[a-z]+(
 
 
 def normalise_category(text: str) -> str:
-    """``text`` as arXiv spells the category ("cs.cl" -> "cs.CL"); ValueError when it is not one."""
+    """``text`` as arXiv spells the category ("cs.cl" -> "cs.CL"); UserError when it is not one."""
     cleaned = (text or "").strip()
     match = _CATEGORY.fullmatch(cleaned)
     hint = "categories look like cs.CL, cs.IR, stat.ML, physics.optics or hep-th"
     if match is None:
-        raise ValueError(f"'{cleaned}' is not an arXiv category; {hint}.")
+        raise UserError(f"'{cleaned}' is not an arXiv category; {hint}.")
     archive, subject = match.group("archive").lower(), match.group("subject")
     if archive in _NO_SUBJECTS and subject is None:
         return archive
@@ -48,23 +51,23 @@ def normalise_category(text: str) -> str:
         return f"{archive}.{subject.upper()}"
     if archive in _LOWER_SUBJECTS and subject:
         return f"{archive}.{subject.lower()}"
-    raise ValueError(f"'{cleaned}' is not an arXiv category; {hint}.")
+    raise UserError(f"'{cleaned}' is not an arXiv category; {hint}.")
 
 
 def normalise_categories(categories: Sequence[str]) -> list[str]:
-    """Every category normalised, in order, each once; one ValueError naming all that are not categories."""
+    """Every category normalised, in order, each once; one UserError naming all that are not categories."""
     found: list[str] = []
     bad: list[str] = []
     for text in categories:
         try:
             category = normalise_category(text)
-        except ValueError:
+        except UserError:
             bad.append(repr((text or "").strip()))
             continue
         if category not in found:
             found.append(category)
     if bad:
-        raise ValueError(f"Not arXiv categories: {', '.join(bad)}; categories look like cs.CL, cs.IR, stat.ML or "
+        raise UserError(f"Not arXiv categories: {', '.join(bad)}; categories look like cs.CL, cs.IR, stat.ML or "
                          "hep-th.")
     return found
 
@@ -81,7 +84,7 @@ def set_followed_categories(store: Store, user_id: str, categories: Sequence[str
     """Replace what ``user_id`` follows; refuses malformed categories (nothing changes then)."""
     wanted = normalise_categories(categories)
     if len(wanted) > MAX_FOLLOWED:
-        raise ValueError(f"Follow at most {MAX_FOLLOWED} categories.")
+        raise UserError(f"Follow at most {MAX_FOLLOWED} categories.")
     store.follows.replace(user_id, wanted)
     return followed_categories(store, user_id)
 
@@ -111,7 +114,7 @@ class RefreshResult:
         return asdict(self)
 
 
-def refresh_categories(library, categories: Sequence[str], *, user_id: str | None = None,  # noqa: ANN001
+def refresh_categories(library: Library, categories: Sequence[str], *, user_id: str | None = None,
                        max_per_category: int = 5, progress: Progress | None = None,
                        max_added: int | None = None) -> RefreshResult:
     """Add the newest ``max_per_category`` submissions of each category that the library does not hold yet
@@ -122,10 +125,9 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
     """
     wanted = normalise_categories(categories)
     if not wanted:
-        raise ValueError("Choose at least one arXiv category to refresh, e.g. cs.CL.")
+        raise UserError("Choose at least one arXiv category to refresh, e.g. cs.CL.")
     if not 1 <= max_per_category <= MAX_PER_CATEGORY:
-        raise ValueError(f"max_per_category must be between 1 and {MAX_PER_CATEGORY}.")
-    from ingest.errors import IngestError
+        raise UserError(f"max_per_category must be between 1 and {MAX_PER_CATEGORY}.")
 
     report = progress or no_progress
     result = RefreshResult(added=[], skipped=0, errors=[], started_at=utc_now(), finished_at="", categories=wanted,
@@ -163,7 +165,7 @@ def refresh_categories(library, categories: Sequence[str], *, user_id: str | Non
     return result
 
 
-def refresh_followed(library, *, max_per_category: int = 5,  # noqa: ANN001
+def refresh_followed(library: Library, *, max_per_category: int = 5,
                      progress: Progress | None = None) -> RefreshResult | None:
     """Refresh every category any user follows (the scheduled refresh); None when nobody follows any."""
     categories = all_followed_categories(library.store)

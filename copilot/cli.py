@@ -147,30 +147,31 @@ def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
 def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: str | None,
         data_dir: str | None) -> None:
     from copilot.engine import AskResult, Copilot
-    from copilot.llm import LLMError
-
+    from copilot.errors import SHOWN, one_line
     from copilot.limits import check_question
 
     settings = _settings(data_dir)
     try:  # before the models load: a question that cannot be asked costs nothing
         question = check_question(question, settings)
-    except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except SHOWN as exc:
+        click.echo(f"error: {one_line(exc)}", err=True)
         sys.exit(1)
     copilot = Copilot.open(settings)
     paper_ids = [p.strip() for p in papers.split(",") if p.strip()] if papers else None
     shown = 0
     result: AskResult | None = None
-    try:
-        for update in copilot.ask_stream(question, user_id=user_id, use_thoughts=not no_thoughts,
-                                         write_thought=not no_thoughts, paper_ids=paper_ids):
+    try:  # the chat's turn: the user's persona and recalled memories personalise it, their statements are kept
+        if paper_ids:
+            copilot.visible_paper_ids(user_id, paper_ids)  # only papers this user may see, as in the chat
+        for update in copilot.chat_stream(user_id, question, paper_ids=paper_ids, use_thoughts=not no_thoughts,
+                                          write_thought=not no_thoughts):
             if isinstance(update, AskResult):
                 result = update
             elif isinstance(update, str) and not as_json:
                 click.echo(update[shown:], nl=False)
                 shown = len(update)
-    except (LLMError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
+    except SHOWN as exc:
+        click.echo(f"error: {one_line(exc)}", err=True)
         sys.exit(1)
     assert result is not None
     copilot.flush()

@@ -1,422 +1,408 @@
-"""The copilot: answer a question from paper chunks and thoughts, then grow the memory in the background.
+"""The copilot: the one facade the web app, the command line and the evaluation call.
 
-``ask_stream`` retrieves (one query embedding, both indices) and packs the context, yields the sources at once
-(they are known long before the model is free: retrieval takes tens of milliseconds, an answer seconds),
-waits for the model in line (yielding its place while it waits), streams an answer with numbered citations
-and records the query. Thought writing is queued to a background worker whose LLM calls run at background
-priority, so they never go before anyone's answer; ``flush`` waits for the queue (tests, the CLI).
-
-The job of writing a thought lives in the database, not only in the worker's queue: the recorded query, 'pending'
-with its sources and share flag, is the job, claimed by the worker of the process that answered (renewed while
-it lives). The worker wakes on its own submissions at once; the web app's worker also claims, at start and every
-``COPILOT_THOUGHT_POLL_S``, the jobs whose claim ran out (``COPILOT_THOUGHT_LEASE_S``: their replica died after
-answering), so a thought is written even when the process that answered is gone, and written once.
+:class:`Copilot` answers questions (the pipeline is :class:`copilot.answering.Answerer`) and holds every rule a
+user can hit: which papers they may see, add and remove, their quotas, the personalised chat turn (persona and
+recalled memories), their thoughts and answered questions, feedback, drafts, trends and profile. A refused
+request raises a :class:`copilot.errors.UserError` (a record that is not the user's: :class:`NotFound`) whose
+message is the one line the user reads.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import queue
-import secrets
-import socket
 import threading
 import time
-from collections.abc import Callable
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from copilot import prompts
+from copilot.answering import (
+    DEFAULT_USER, QUEUE_POLL_S, Answerer, AskResult, ThoughtWorker, source_text, stream_until_repeating,
+    trim_repetition,
+)
 from copilot.config import Settings
-from copilot.embeddings import Embedder
-from copilot.limits import check_memory, check_question
-from copilot.llm import ChatModel, Priority, Ticket, scheduling
-from copilot.retrieval import pack_context, retrieve_mixture
+from copilot.embeddings import Embedder, get_embedder
+from copilot.errors import NotFound, UserError
+from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
+from copilot.library import AddResult, Library
+from copilot.limits import (
+    LimitExceeded, admit_answer, admit_arxiv_adds, admit_question, admit_search, arxiv_additions_left,
+    arxiv_allowance_left, check_uploads,
+)
+from copilot.llm import ChatModel, get_llm, scheduling
+from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
 from copilot.storage import Store
-from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
-from copilot.types import AnswerSources, QueuePosition, RetrievedItem, ThoughtJob, VectorFilter
+from copilot.types import AnswerSources, PaperSummary, Profile, QueuePosition, Refresh
+from ingest.errors import ArxivError, ArxivUnavailable, IngestError
+from ingest.models import PaperMetadata, Progress, abs_url, no_progress
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from copilot.tasks.refresh import RefreshResult
+    from copilot.tasks.trends import Trends
+    from copilot.tasks.writing import Draft
 
-DEFAULT_USER = "local"
-QUEUE_POLL_S = 1.0  # how often a waiting answer re-reads its place in line
+# The tasks (copilot.tasks) take the engine they run on, and some import this module: the engine imports each
+# task where it runs one.
 
+__all__ = ["DEFAULT_USER", "FEEDBACK_SIGNAL", "MEMORY_MIN_SCORE", "QUEUE_POLL_S", "AskResult", "Copilot",
+           "ThoughtWorker", "add_message", "arxiv_url", "source_text", "stream_until_repeating", "trim_repetition"]
 
-@dataclass
-class AskResult:
-    """One answered question: what the user saw, what it was built from, and what it cost."""
-
-    query_id: int
-    question: str
-    answer: str
-    sources: list[RetrievedItem]
-    timings: dict[str, float] = field(default_factory=dict)
-    thought: ThoughtOutcome | None = None  # None while the background worker has not written it
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "query_id": self.query_id,
-            "answer": self.answer,
-            "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
-                         "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
-                         "confidence": s.confidence, "score": round(s.score, 4), "recalled_by": s.recalled_by,
-                         "label": s.label}
-                        for n, s in enumerate(self.sources, start=1)],
-            "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
-            "llm_calls": 1 + (self.thought.llm_calls if self.thought else 0),  # the answer, then the thought
-            "timings": self.timings,
-        }
+DRAFTS = {"abstract": "draft_abstract", "synthesis": "draft_synthesis", "related": "draft_related_work"}
 
 
-def source_text(item: RetrievedItem) -> str:
-    """How one source is shown to the LLM: where it comes from, then its text."""
-    if item.kind == "thought":
-        return f"(earlier finding) {item.text}"
-    return f"({item.paper_title or item.paper_id}, {item.section}) {item.text}"
+def arxiv_url(paper_id: str | None) -> str | None:
+    """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
+    return None if not paper_id or paper_id.startswith("pdf-") else abs_url(paper_id)
 
 
-def trim_repetition(text: str) -> str | None:
-    """``text`` cut before its first repeated paragraph or sentence, or None when nothing repeats yet."""
-    paragraphs = [p.strip() for p in text.split("\n\n")]
-    seen: set[str] = set()
-    for i, paragraph in enumerate(paragraphs[:-1]):  # the last one may still be growing
-        if paragraph and paragraph in seen:
-            return "\n\n".join(paragraphs[:i]).strip()
-        seen.add(paragraph)
-    sentences = [s.strip() for s in text.replace("\n", " ").split(". ")]
-    complete = sentences[:-1]
-    if len(complete) >= 2 and len(complete[-1]) > 20 and complete[-1] in complete[:-1]:
-        cut = text.rfind(complete[-1])
-        return text[:cut].strip()
-    return None
+def add_message(result: AddResult) -> str:
+    """One line on what adding a paper did, for the Library tab's notice."""
+    if not result.added:
+        return f"already in your library as {result.paper_id}"
+    warnings = f" (warnings: {'; '.join(result.warnings)})" if result.warnings else ""
+    return f"added as {result.paper_id}, {result.n_chunks} chunks{warnings}"
 
 
-def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
-                           temperature: float, ticket: Ticket | None = None) -> Iterator[str]:
-    """The growing text of one streamed call, cut (and the stream closed) where the model starts repeating
-    itself: a small model that loops has nothing more to say. ``ticket``: the slot the caller waited for."""
-    text = ""
-    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket)
-    for piece in stream:
-        text += piece
-        trimmed = trim_repetition(text)
-        if trimmed is not None:
-            stream.close()
-            yield trimmed
-            return
-        yield text
-
-
-class ThoughtWorker:
-    """One background thread that writes thoughts in order, from jobs kept in the database (the answered
-    queries). Their LLM calls run at background priority (``Copilot._write_thought``), so a thought never goes
-    before a waiting answer.
-
-    ``submit`` queues a job this process answered (already claimed by ``name``) and wakes the thread. While it
-    holds jobs, a second thread renews their claims every third of the lease. With ``adopt``, the thread also
-    claims, at start and every ``poll_s``, the oldest job nobody holds (a dead replica's), one between each of
-    its own.
-    """
-
-    def __init__(self, store: Store, write: Callable[[ThoughtJob], None], *, lease_s: float, poll_s: float,
-                 adopt: bool = False, done: Callable[[int], None] = lambda query_id: None) -> None:
-        self.store = store
-        self._done = done  # told of every submitted job once it is over, written here or not
-        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self.lease_s = lease_s
-        self.poll_s = poll_s
-        self.adopt = adopt
-        self._write = write
-        self._queue: queue.Queue[int] = queue.Queue()
-        self._held: set[int] = set()  # jobs claimed by this worker and not yet done
-        self._held_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="thought-writer", daemon=True)
-        self._thread.start()
-        threading.Thread(target=self._renew, name="thought-lease", daemon=True).start()
-
-    def submit(self, query_id: int) -> None:
-        with self._held_lock:
-            self._held.add(query_id)
-        self._queue.put(query_id)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted thought is written (or was taken over by another worker); False if
-        ``timeout`` passed first."""
-        if timeout is None:
-            self._queue.join()
-            return True
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
-
-    def _run(self) -> None:
-        next_sweep = time.monotonic()
-        while True:
-            if self.adopt and time.monotonic() >= next_sweep:
-                adopted = self._guarded(lambda: self.store.queries.claim_next(self.name, self.lease_s))
-                if adopted is not None:
-                    self._do(adopted)
-                # Another left-over job may wait right behind this one: look again after the next own job.
-                next_sweep = time.monotonic() + (0.0 if adopted is not None else self.poll_s)
-            try:
-                wait = max(0.0, next_sweep - time.monotonic()) if self.adopt else None
-                query_id = self._queue.get(timeout=wait) if wait != 0.0 else self._queue.get_nowait()
-            except queue.Empty:
-                continue
-            try:
-                job = self._guarded(lambda: self.store.queries.claim(query_id, self.name, self.lease_s))
-                if job is not None:  # else written meanwhile, or taken over by another worker
-                    self._do(job)
-            finally:
-                with self._held_lock:
-                    self._held.discard(query_id)
-                self._done(query_id)
-                self._queue.task_done()
-
-    def _do(self, job: ThoughtJob) -> None:
-        with self._held_lock:
-            self._held.add(job.query_id)
-        try:
-            self._write(job)
-        except ThoughtTaken:
-            pass  # another worker wrote it first: nothing was stored twice
-        except Exception as exc:  # noqa: BLE001 - a failed thought must not stop the worker
-            log.exception("thought writing failed")
-            # Recorded as dropped, so the job is not retried for ever; if even that fails, the claim runs out and
-            # the job is claimed again later.
-            self._guarded(lambda: self.store.queries.record_outcome(
-                job.query_id, thought_id=None, outcome="dropped", reason=f"error: {exc}"[:300],
-                timings=job.timings, llm_calls=1))
-        finally:
-            with self._held_lock:
-                self._held.discard(job.query_id)
-
-    def _renew(self) -> None:
-        while True:
-            time.sleep(self.lease_s / 3)
-            with self._held_lock:
-                held = sorted(self._held)
-            if held:
-                self._guarded(lambda: self.store.queries.renew(held, self.name))
-
-    @staticmethod
-    def _guarded(step: Callable[[], Any]) -> Any:  # noqa: ANN401 - what ``step`` returns
-        """``step``, or None when the store failed (logged; the job stays pending and is claimed again later)."""
-        try:
-            return step()
-        except Exception as exc:  # noqa: BLE001 - a database that is away now: try again later
-            log.warning("a thought job could not be read or recorded: %s", exc)
-            return None
-
-
-class Copilot:
-    """Questions in, cited answers out, thoughts remembered."""
+class Copilot(Answerer):
+    """Questions in, cited answers out, thoughts remembered; and everything one user may do with the library."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel, *,
-                 adopt_jobs: bool = False) -> None:
+                 adopt_jobs: bool = False, library: Library | None = None) -> None:
         """``adopt_jobs``: the background worker also writes the thoughts other processes answered and left
-        (a replica of the web app; a command that asks one question leaves them to it)."""
-        self.settings = settings
-        self.store = store
-        self.embedder = embedder
-        self.llm = llm
-        self.memory = ThoughtMemory(store, embedder, llm, settings)
-        self._results: dict[int, tuple[AskResult, float]] = {}  # this process's answers whose thought is pending
-        self.worker = ThoughtWorker(store, self._write_thought, lease_s=settings.thought_lease_s,
-                                    poll_s=settings.thought_poll_s, adopt=adopt_jobs,
-                                    done=lambda query_id: self._results.pop(query_id, None))
-        self.association = None
-        if settings.association:
-            from copilot.association import AssociativeScorer, load_adapter
-
-            self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None))
+        (a replica of the web app; a command that asks one question leaves them to it). ``library``: the
+        papers' library over this store (default: opened on first use)."""
+        super().__init__(settings, store, embedder, llm, adopt_jobs=adopt_jobs)
+        self.memories = PersonalMemories(store, embedder, settings, self.associative_vector)
+        self._library = library
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings, *, store: Store | None = None, adopt_jobs: bool = False) -> Copilot:
         """The engine of ``settings``' data directory (the store first: an unusable database fails before the
         models load)."""
-        from copilot.embeddings import get_embedder
-        from copilot.llm import get_llm
-
         return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings),
                    adopt_jobs=adopt_jobs)
 
-    def flush(self, timeout: float | None = None) -> bool:
-        return self.worker.flush(timeout)
+    @property
+    def library(self) -> Library:
+        with self._lock:
+            if self._library is None:
+                self._library = Library.open(self.settings, store=self.store, embedder=self.embedder)
+            return self._library
 
-    def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
-                 paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None) -> list[RetrievedItem]:
-        """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it."""
-        s = self.settings
-        vector = query_vector if query_vector is not None else self.embedder.encode_query(question)
-        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
-                                      include_public=include_public, min_confidence=s.min_confidence,
-                                      paper_ids=paper_ids,
-                                      thought_query_vector=self.associative_vector(vector, question))
-        return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
-                            dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
+    @library.setter
+    def library(self, library: Library) -> None:
+        with self._lock:
+            self._library = library
 
-    def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
-                   write_thought: bool = True, include_public: bool = False,
-                   paper_ids: list[str] | None = None, share_thought: bool = False,
-                   about_user: str | None = None, query_vector: np.ndarray | None = None
-                   ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
-        """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
-        while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
-        then the final :class:`AskResult`.
+    # ----- quotas ------------------------------------------------------------------------------------
 
-        ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
-        memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
-        embedding when the caller has already computed it (the chat recalls memories with it first).
-        """
-        question = check_question(question, self.settings)
-        t0 = time.perf_counter()
-        items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
-                              paper_ids=paper_ids, query_vector=query_vector)
-        t1 = time.perf_counter()
-        yield AnswerSources(items, round(1000 * (t1 - t0), 1))
-        # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
-        messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
-                    {"role": "user",
-                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
-        answer = ""
-        first_word = None
-        ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
-        try:
-            yield from self._wait_in_line(ticket)
-            t_slot = time.perf_counter()
-            for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
-                                                 temperature=self.settings.temperature, ticket=ticket):
-                if first_word is None and answer.strip():
-                    first_word = time.perf_counter()
-                yield answer
-        finally:
-            self.llm.scheduler.release(ticket)  # also when the caller stops listening while in line
-        answer = answer.strip()
-        t2 = time.perf_counter()
-        timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
-                   "wait_ms": round(1000 * (t_slot - t1), 1),
-                   "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
-        query_id = self._record(user_id, question, answer, items, timings, share_thought)
-        result = AskResult(query_id, question, answer, items, timings)
-        if write_thought:
-            self._results[query_id] = (result, t2)
-            self.worker.submit(query_id)
+    def admit(self, user_id: str, action: str = "question", n: int = 1) -> None:
+        """Count a request of ``user_id`` against its per-minute limit: a model request (a question, a draft,
+        ideas) or ``n`` arXiv requests (``search``)."""
+        if action == "search":
+            admit_search(self.store, self.settings, user_id, n)
         else:
-            result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
-            result.timings["thought_ms"] = 0.0
-            self._record_outcome(result)
-        yield result
+            admit_question(self.store, self.settings, user_id)
 
-    def _wait_in_line(self, ticket: Ticket) -> Iterator[QueuePosition]:
-        """Until ``ticket`` is granted, its place in line: at once, then whenever it changes."""
-        scheduler = self.llm.scheduler
-        shown: tuple[int, int] | None = None
-        while not ticket.granted.is_set():
-            position = scheduler.position(ticket)
-            if (position.ahead, round(position.estimate_s)) != shown and not ticket.granted.is_set():
-                shown = (position.ahead, round(position.estimate_s))
-                yield position
-            ticket.wait(QUEUE_POLL_S)
+    # ----- papers ------------------------------------------------------------------------------------
 
-    def ask(self, question: str, **kwargs) -> AskResult:  # noqa: ANN003 - see ask_stream
-        result = None
-        for update in self.ask_stream(question, **kwargs):
-            result = update
-        assert isinstance(result, AskResult)
+    def papers(self, user_id: str) -> list[PaperSummary]:
+        """The papers this user may see: public arXiv papers and their own uploads."""
+        return self.library.list(user_id)
+
+    def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str]:
+        """``wanted`` restricted to what the user may see; none wanted means the whole visible library."""
+        visible = self.store.papers.visible_ids(user_id)
+        if not wanted:
+            return visible
+        unknown = [w for w in wanted if w not in visible]
+        if unknown:
+            raise UserError(f"Unknown paper(s): {', '.join(unknown)}. Pick papers from your library.")
+        return list(wanted)
+
+    def search_arxiv(self, query: str, field: str, max_results: int) -> list[PaperMetadata]:
+        """arXiv papers by free text, title, author or category."""
+        client = self.library.arxiv
+        text = (query or "").strip()
+        if field == "author":
+            return client.by_author(text, max_results=max_results)
+        if field == "category":
+            return client.by_category(text, max_results=max_results)
+        if field == "title":
+            return client.search(f'ti:"{text}"' if text else "", max_results=max_results)
+        return client.search(text, max_results=max_results)
+
+    def upload(self, paths: list[Path], user_id: str, progress: Progress = no_progress, *,
+               quotas: bool = False) -> list[dict[str, Any]]:
+        """Add uploaded PDFs one by one; a bad file is reported and the others still go in. ``quotas`` applies the
+        per-user upload limits first, refusing the whole batch with one line when it would pass them."""
+        if quotas:
+            check_uploads(self.store, self.settings, user_id, list(paths))
+        report = []
+        for i, path in enumerate(paths):
+            def step(fraction: float, message: str, i: int = i) -> None:
+                progress((i + fraction) / max(1, len(paths)), f"[{i + 1}/{len(paths)}] {message}")
+
+            try:
+                result = self.library.add_pdf(Path(path), user_id=user_id, progress=step)
+                report.append({"file": Path(path).name, "paper_id": result.paper_id, "added": result.added,
+                               "ok": True, "message": add_message(result)})
+            except IngestError as exc:
+                report.append({"file": Path(path).name, "paper_id": None, "added": False, "ok": False,
+                               "message": str(exc)})
+        return report
+
+    def add_arxiv(self, refs: list[str], user_id: str, known: dict[str, PaperMetadata] | None = None,
+                  progress: Progress = no_progress, *, quotas: bool = False) -> list[dict[str, Any]]:
+        """Add arXiv papers by id or URL (``known``: metadata from a search, so no second look-up).
+
+        With ``quotas``, before any look-up: a batch with more new papers than the user's arXiv additions left
+        today is refused whole, and each look-up counts as an arXiv request; the additions are then counted in the
+        same transaction that checks the allowance.
+        """
+        known = known or {}
+        refs = list(dict.fromkeys(r.strip() for r in refs if r and r.strip()))
+        store = self.store
+        if quotas:
+            new = [ref for ref in refs if not store.papers.exists(ref)]
+            left = arxiv_additions_left(store, self.settings, user_id)
+            if len(new) > left:
+                raise LimitExceeded(f"{len(new)} new papers is more than the {left} arXiv additions you have left "
+                                    "today: add fewer, or come back tomorrow.")
+            admit_search(store, self.settings, user_id, sum(ref not in known for ref in new))
+        wanted, report = [], []
+        for ref in refs:  # ids typed through the API have no search result: look them up
+            try:
+                wanted.append(known[ref] if ref in known else self.library.arxiv.by_id(ref))
+            except ArxivUnavailable as exc:
+                report.append({"ref": ref, "ok": False, "message": f"arXiv is unavailable. {exc}"})
+            except ArxivError as exc:
+                report.append({"ref": ref, "ok": False, "message": f"failed: {exc}"})
+        if quotas:
+            fresh = sum(1 for m in wanted if not store.papers.exists(m.arxiv_id))
+            admit_arxiv_adds(store, self.settings, user_id, fresh)
+        results, failures = self.library.add_many(wanted, user_id=user_id, progress=progress)
+        report += [{"ref": r.paper_id, "ok": True, "message": add_message(r)} for r in results]
+        report += [{"ref": ref, "ok": False, "message": f"failed: {why}"} for ref, why in failures]
+        return report
+
+    def refresh(self, user_id: str, categories: list[str], progress: Progress = no_progress, *,
+                quotas: bool = False) -> RefreshResult:
+        """Pull the newest papers of ``categories`` into the shared library. With ``quotas`` each category is one
+        arXiv request, and the refresh stops at the user's arXiv additions left today, which it then uses up."""
+        from copilot.tasks.refresh import refresh_categories
+
+        allowance = None
+        if quotas:
+            allowance = arxiv_allowance_left(self.store, self.settings, user_id)
+            admit_search(self.store, self.settings, user_id, len(categories))
+        result = refresh_categories(self.library, categories, user_id=user_id, max_added=allowance,
+                                    progress=progress)
+        if quotas:
+            self.store.usage.record(user_id, "arxiv_add", len(result.added))
         return result
 
-    def _record(self, user_id: str, question: str, answer: str, items: list[RetrievedItem],
-                timings: dict[str, float], share_thought: bool = False) -> int:
-        """The answered query, which is also the job of writing its thought (claimed by this worker)."""
-        retrieved = [{"kind": i.kind, "id": i.id, "depth": i.depth, "confidence": i.confidence,
-                      "score": round(i.score, 4), "paper_id": i.paper_id} for i in items]
-        return self.store.queries.add(user_id, question, answer, retrieved, timings, public=share_thought,
-                                      claim=self.worker.name)
+    def follow(self, user_id: str, categories: list[str]) -> list[str]:
+        """Follow arXiv categories for the scheduled refresh; returns them as saved."""
+        from copilot.tasks.refresh import set_followed_categories
 
-    def _write_thought(self, job: ThoughtJob) -> None:
-        """Write the thought of one answered query, from its job (this process's answer, or one a replica that
-        died left); the outcome is recorded in the transaction that stores the thought."""
-        mine = self._results.pop(job.query_id, None)
-        start = time.perf_counter()
-        items = [RetrievedItem(r["kind"], int(r["id"]), "", float(r.get("score") or 0.0),
-                               depth=int(r.get("depth") or 0), confidence=r.get("confidence"),
-                               paper_id=r.get("paper_id")) for r in job.retrieved]
-        timings = dict(job.timings)
+        return set_followed_categories(self.store, user_id, categories)
 
-        def finish(outcome: ThoughtOutcome) -> bool:
-            end = time.perf_counter()
-            timings["thought_ms"] = round(1000 * (end - start), 1)
-            if mine is not None:  # queued behind other thoughts and answers, then written
-                timings["thought_lag_ms"] = round(1000 * (end - mine[1]), 1)
-            elif job.created_at:
-                timings["thought_lag_ms"] = round(1000 * (time.time() - datetime.fromisoformat(job.created_at)
-                                                          .timestamp()), 1)
-            return self.store.queries.record_outcome(job.query_id, thought_id=outcome.thought_id,
-                                                     outcome=outcome.outcome, reason=outcome.reason, timings=timings,
-                                                     llm_calls=1 + outcome.llm_calls)
+    def followed(self, user_id: str) -> list[str]:
+        from copilot.tasks.refresh import followed_categories
 
-        with scheduling(job.user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
-            outcome = self.memory.write(user_id=job.user_id, question=job.question, answer=job.answer, items=items,
-                                        public=job.public, finish=finish)
-        if mine is not None:
-            mine[0].timings.update(timings)
-            mine[0].thought = outcome
+        return followed_categories(self.store, user_id)
 
-    def _record_outcome(self, result: AskResult) -> None:
-        """Complete the query's record with its thought outcome, timings and LLM calls."""
-        outcome = result.thought
-        assert outcome is not None
-        self.store.queries.record_outcome(result.query_id, thought_id=outcome.thought_id, outcome=outcome.outcome,
-                                          reason=outcome.reason, timings=result.timings,
-                                          llm_calls=result.as_dict()["llm_calls"])
+    def last_refresh(self, user_id: str) -> Refresh | None:
+        from copilot.tasks.refresh import last_refresh
 
-    def associative_vector(self, plain: np.ndarray, text: str) -> np.ndarray | None:
-        """The combined (plain + learned association) query vector, or None when association is off."""
-        if self.association is None:
-            return None
-        return self.association.query_vectors(plain[None, :])[0]
+        return last_refresh(self.store, user_id)
 
-    # ----- personal memories -------------------------------------------------------------------------
+    def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
+        """Remove a paper: one's own uploads always; shared arXiv papers only where one user owns the instance."""
+        paper_id = (paper_id or "").strip()
+        if not paper_id:
+            raise UserError("Choose a paper to remove.")
+        paper = next((p for p in self.papers(user_id) if p.id == paper_id), None)
+        if paper is None:
+            raise NotFound(f"No paper '{paper_id}' in your library.")
+        if paper.shared and not may_remove_public:
+            raise UserError("arXiv papers are shared by everyone on this instance; only your uploads can be removed.")
+        try:
+            result = self.library.remove(paper_id, user_id=user_id)
+        except IngestError as exc:
+            raise UserError(str(exc)) from exc
+        return {"paper_id": result.paper_id, "chunks_removed": result.chunks_removed,
+                "thoughts_flagged": result.thoughts_flagged}
+
+    # ----- the personalised ask ----------------------------------------------------------------------
+
+    def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
+                    include_public: bool = False, share_thought: bool = False, use_thoughts: bool = True,
+                    write_thought: bool = True) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+        """One personalised turn, as the Chat tab and ``python -m copilot ask`` run it: refused when the line for
+        the model is full; embed the message once (memories, then sources), personalise with the persona and
+        recalled memories, then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories
+        too); once it is answered, keep what the user said about themselves."""
+        admit_answer(self.llm, self.settings)
+        vector = self.embedder.encode_query(message)
+        about, memories = self.memories.about(user_id, message, vector)
+        for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
+                                      share_thought=share_thought, use_thoughts=use_thoughts,
+                                      write_thought=write_thought, about_user=about, query_vector=vector):
+            if isinstance(update, AnswerSources):
+                update.memories = memories
+            elif isinstance(update, AskResult):
+                self.memories.keep_statements(user_id, message)  # only from a message that was answered
+            yield update
 
     def remember(self, text: str, *, user_id: str = DEFAULT_USER) -> int:
-        """Keep something a user said about themselves; embedded once, never re-encoded. Refused past the memory
-        limits (length, count per user)."""
-        text = check_memory(self.store, self.settings, user_id, text)
-        return self.store.memories.add(user_id, text, self.embedder.encode_documents([text]))
+        """Keep something a user said about themselves (see :class:`copilot.memories.PersonalMemories`)."""
+        return self.memories.remember(text, user_id=user_id)
 
     def recall(self, message: str, *, user_id: str = DEFAULT_USER, k: int = 5,
                query_vector: np.ndarray | None = None) -> list[dict[str, Any]]:
-        """The user's memories that ``message`` calls for, by the association score when it is on
-        (``query_vector``: the message's embedding, when the caller has it)."""
-        mine = VectorFilter(owner=user_id)
-        if not self.store.count("memories", mine):
-            return []
-        plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
-        combined = self.associative_vector(plain, message)
-        hits = self.store.search("memories", combined if combined is not None else plain, k, mine)
-        if not hits:
-            return []
-        texts = {m.id: m.text for m in self.store.memories.get_many([i for i, _ in hits], user_id)}
-        how = "association" if combined is not None else "embedding"
-        return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how} for i, score in hits]
+        """The user's memories that ``message`` calls for, by the association score when it is on."""
+        return self.memories.recall(message, user_id=user_id, k=k, query_vector=query_vector)
 
-    # ----- feedback ----------------------------------------------------------------------------------
+    # ----- thoughts and answered questions ----------------------------------------------------------
+
+    def thoughts(self, user_id: str) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in self.memory.list(user_id)]
+
+    def thought(self, thought_id: int, user_id: str) -> dict[str, Any]:
+        """One of the user's thoughts (or a public one) with its provenance resolved to papers and thoughts."""
+        found = self.memory.get(int(thought_id), user_id)
+        if found is None:
+            raise NotFound(f"No thought #{thought_id} for this user.")
+        row = found.to_dict()
+        row["provenance"] = [self._source(s["kind"], int(s["id"]), user_id) for s in row.pop("sources")]
+        return row
+
+    def _source(self, kind: str, source_id: int, user_id: str) -> dict[str, Any]:
+        if kind == "thought":
+            thought = self.store.thoughts.visible(source_id, user_id)
+            if thought is None:
+                return {"kind": "thought", "id": source_id, "text": "(deleted or not yours)"}
+            return {"kind": "thought", "id": thought.id, "text": thought.text, "depth": thought.depth,
+                    "confidence": thought.confidence}
+        chunk = self.store.chunks.visible(source_id, user_id)
+        if chunk is None:
+            return {"kind": "chunk", "id": source_id, "text": "(removed from the library)"}
+        return {"kind": "chunk", "id": chunk.id, "text": chunk.text, "paper_id": chunk.paper_id,
+                "title": chunk.paper_title, "section": chunk.section, "page": chunk.page_start,
+                "url": arxiv_url(chunk.paper_id)}
+
+    def thought_origins(self, thought_ids: list[int]) -> dict[int, str]:
+        """``thought id -> "from chunk #3, thought #7"`` for the thoughts in a retrieved list."""
+        if not thought_ids:
+            return {}
+        edges = self.store.thoughts.sources_of(thought_ids)
+        return {t: "from " + ", ".join(f"{s.kind} #{s.id}" for s in v) if v else "" for t, v in edges.items()}
+
+    def delete_thought(self, thought_id: int, user_id: str) -> None:
+        """Delete one of the user's thoughts (and the provenance pointing at it)."""
+        if not self.memory.delete(int(thought_id), user_id):
+            raise NotFound(f"No thought #{int(thought_id)} of yours.")
+
+    def query(self, query_id: int, user_id: str) -> dict[str, Any]:
+        """One of the user's answered questions with the thought it produced (outcome 'pending' until written)."""
+        found = self.store.queries.get(int(query_id), user_id)
+        if found is None:
+            raise NotFound(f"No answer #{int(query_id)} for this user.")
+        return {"id": found.id, "text": found.text, "thought_id": found.thought_id,
+                "thought_outcome": found.thought_outcome, "thought_reason": found.thought_reason,
+                "created_at": found.created_at}
+
+    def wait_for_thought(self, query_id: int, user_id: str, timeout_s: float) -> dict[str, Any]:
+        """The query once its thought is written (or as it is after ``timeout_s``): the background worker
+        writes thoughts in order, so this answer's thought may wait behind others'."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            row = self.query(query_id, user_id)
+            if row["thought_outcome"] != "pending" or time.monotonic() > deadline:
+                return row
+            time.sleep(0.25)
+
+    # ----- feedback and the self-evolution curve -------------------------------------------------------
 
     def feedback(self, query_id: int, value: int, *, user_id: str = DEFAULT_USER) -> dict[str, Any]:
         """Thumbs up (+1) or down (-1) on an answer; moves the confidence of the thought made from it."""
         if value not in (1, -1):
-            raise ValueError("feedback is +1 (up) or -1 (down)")
+            raise UserError("feedback is +1 (up) or -1 (down)")
         query = self.store.queries.get(query_id, user_id)
         if query is None:
-            raise ValueError(f"No answer #{query_id} for this user.")
+            raise NotFound(f"No answer #{query_id} for this user.")
         self.store.queries.add_feedback(query_id, user_id, value)
         confidence = self.memory.apply_feedback(query.thought_id, value) if query.thought_id is not None else None
         return {"query_id": query_id, "thought_id": query.thought_id, "confidence": confidence}
+
+    def rate(self, query_id: int, value: int, user_id: str, wait_s: float) -> dict[str, Any]:
+        """:meth:`feedback` once the answer's thought is written (or ``wait_s`` passed), so that it can move that
+        thought's confidence; ``before`` is the confidence it had."""
+        row = self.wait_for_thought(int(query_id), user_id, wait_s)
+        found = self.memory.get(int(row["thought_id"]), user_id) if row["thought_id"] else None
+        result = self.feedback(int(query_id), value, user_id=user_id)
+        return result | {"before": found.confidence if found else None}
+
+    def feedback_history(self, user_id: str) -> list[dict[str, Any]]:
+        return [{"query_id": f.query_id, "value": f.value, "created_at": f.created_at}
+                for f in self.store.queries.feedback(user_id)]
+
+    def self_evolution(self, user_id: str) -> list[dict[str, Any]]:
+        """Quality against memory size: the user's running share of helpful answers, and each stored evaluation
+        run's headline score at the number of thoughts it used (rows: thoughts, quality, signal)."""
+        created = [t["created_at"] for t in self.thoughts(user_id)]
+        return self_evolution_curve(self.store, self.feedback_history(user_id), created)
+
+    # ----- drafts, trends and the persona -------------------------------------------------------------
+
+    def draft(self, kind: str, user_id: str, **kwargs: Any) -> Draft:  # noqa: ANN401 - the task's options
+        """A draft of ``kind`` (abstract, synthesis, related), its LLM calls taking their turn among the user's. A
+        related-work section's title and abstract together are bounded like a question."""
+        if kind == "related":
+            size = len(kwargs.get("title") or "") + len(kwargs.get("abstract") or "")
+            limit = self.settings.max_question_chars
+            if size > limit:
+                raise LimitExceeded(f"The title and abstract are limited to {limit:,} characters together (these "
+                                    f"have {size:,}): shorten the abstract.")
+        from copilot.tasks import writing
+
+        with scheduling(user_id):
+            return getattr(writing, DRAFTS[kind])(self, user_id=user_id, **kwargs)
+
+    def trends(self, user_id: str, paper_ids: list[str] | None) -> Trends:
+        """Trend keywords and cited research ideas from the user's persona and papers (``paper_ids``: only
+        these)."""
+        from copilot.tasks.trends import trends_and_ideas
+
+        with scheduling(user_id):
+            return trends_and_ideas(self, user_id=user_id, persona=None, paper_ids=paper_ids or None)
+
+    def profile(self, user_id: str) -> Profile | None:
+        return self.store.profiles.get(user_id)
+
+    def save_persona(self, user_id: str, persona: str, source: str) -> None:
+        from copilot.tasks.profile import save_profile
+
+        save_profile(self.store, user_id, persona, source)
+
+    def persona_from_author(self, user_id: str, name: str) -> str:
+        """Build and save a persona from an arXiv author's papers (an au: search)."""
+        from copilot.tasks.profile import profile_from_author, save_profile
+
+        with scheduling(user_id):
+            text = profile_from_author(self, name, user_id=user_id, arxiv_client=self.library.arxiv)
+        save_profile(self.store, user_id, text, "arxiv:" + name)
+        return text
+
+    def persona_from_text(self, user_id: str, text: str) -> str:
+        """Build and save a persona from pasted text about the user's research."""
+        from copilot.tasks.profile import profile_from_text, save_profile
+
+        with scheduling(user_id):
+            persona = profile_from_text(self, text, user_id=user_id)
+        save_profile(self.store, user_id, persona, "text")
+        return persona

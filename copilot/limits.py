@@ -32,7 +32,7 @@ def check_question(text: str | None, settings: Settings) -> str:
     raw = (text or "").strip()
     question = readable(raw)
     if not question:
-        raise ValueError("The question has no readable text: type a question." if raw else "Ask a question first.")
+        raise UserError("The question has no readable text: type a question." if raw else "Ask a question first.")
     if len(question) > settings.max_question_chars:
         raise LimitExceeded(f"Questions are limited to {settings.max_question_chars:,} characters (this one has "
                             f"{len(question):,}): shorten it or ask about one part at a time.")
@@ -43,7 +43,7 @@ def check_memory(store: Store, settings: Settings, user_id: str, text: str | Non
     """The memory as it will be kept, or why it cannot be: too long, or the user already keeps the most allowed."""
     memory = readable(text)
     if not memory:
-        raise ValueError("Nothing to remember.")
+        raise UserError("Nothing to remember.")
     if len(memory) > settings.max_memory_chars:
         raise LimitExceeded(f"A memory is limited to {settings.max_memory_chars} characters (this one has "
                             f"{len(memory):,}): keep one fact per memory.")

@@ -200,7 +200,7 @@ def test_writing_and_ideas(app) -> None:  # noqa: ANN001
     text, md, bib = client.predict("Memory for research assistants", "We study thoughts retrieved by LLMs.", [],
                                    False, api_name="/draft_related")
     assert "References" in Path(md).read_text()
-    with pytest.raises(Exception, match="title and abstract"):
+    with pytest.raises(Exception, match="title or abstract"):
         client.predict("", "", [], False, api_name="/draft_related")
     ideas = client.predict([], api_name="/trends_ideas")
     assert ideas.strip()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from copilot.storage import Store
-from copilot.ui.services import add_message
+from copilot.engine import add_message
 from ingest.errors import IngestError
 from copilot.library import Library, upload_paper_id
 from ingest.models import PaperMetadata

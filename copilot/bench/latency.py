@@ -3,7 +3,7 @@
 The four shared papers go into a fresh library once, as shared arXiv papers (everybody sees them, as on a
 public demo). For each number of users N, a copy of that library is opened with the configured LLM (the
 embedded model by default) and background thought writing on, and N threads start together; each asks its
-questions one after another through :meth:`Services.chat_stream`, the very calls the Chat tab makes. Per
+questions one after another through :meth:`Copilot.chat_stream`, the very calls the Chat tab makes. Per
 answer it records when the sources arrived, when the first word of the answer arrived and when the answer was
 complete, all from the moment the question was sent; after the last answer it waits for the thoughts and
 reads how long after its answer each was written (thought lag). Errors are answers that raised.
@@ -109,8 +109,8 @@ def ask_all(services: Services, user: str, questions: list[str], start: threadin
         turn = Turn(user, question)
         sent = time.perf_counter()
         try:
-            services.visible_paper_ids(user, None)
-            for update in services.chat_stream(user, question):
+            services.copilot.visible_paper_ids(user, None)
+            for update in services.copilot.chat_stream(user, question):
                 now = time.perf_counter() - sent
                 if isinstance(update, AnswerSources):
                     turn.sources_s = now

@@ -356,7 +356,7 @@ class ThoughtRetriever(Method):
             return Retrieval(context, [])
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),
                                       min_confidence=c.settings.min_confidence, paper_ids=item.scope,
-                                      thought_query_vector=c.associative_vector(vector, item.query))
+                                      thought_query_vector=c.associative_vector(vector))
         ranking: list[str] = []
         for entry, _ in candidates:
             ranking += [entry.paper_id or ""] if entry.kind == "chunk" else self.thought_groups(entry.id)

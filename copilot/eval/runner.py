@@ -23,12 +23,12 @@ from copilot.eval import metrics
 from copilot.eval.corpus import Bench, Cost, Meter
 from copilot.eval.judge import compare
 from copilot.eval.methods import THOUGHT_RETRIEVER, Method, ThoughtRetriever, TreeMethod, make_methods
+from copilot.eval.runs import PRIMARY
 from copilot.eval.tasks import Item, Task, halves, load_task
 from copilot.llm import ChatModel, get_llm
 from copilot.storage import utc_now
 
 RECALL_KS = (1, 5, 10)
-PRIMARY = {"abstract-single": "rougeL", "synthesis": "rougeL", "claims": "accuracy"}
 QUICK_LIMITS = {"abstract-single": 2, "synthesis": 3, "claims": 8}
 QUICK_BUDGET = 600
 EVOLUTION = [0, 25, 50, 100]

@@ -1,12 +1,17 @@
 """Evaluation runs in the app's database (``eval_runs``), so the dashboard can list them and plot the
 self-evolution curve they measured. One row per task of a run; ``report`` holds that task's summary (no
-per-answer records: those stay in the run folder's ``report.json``)."""
+per-answer records: those stay in the run folder's ``report.json``). ``self_evolution_curve`` is the curve the
+dashboard plots: the user's running share of helpful answers beside each run's headline score."""
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from copilot.storage import Store
+
+PRIMARY = {"abstract-single": "rougeL", "synthesis": "rougeL", "claims": "accuracy"}  # each task's headline metric
+FEEDBACK_SIGNAL = "feedback: share helpful"
 
 
 def task_summary(task: dict[str, Any]) -> dict[str, Any]:
@@ -59,3 +64,22 @@ def self_evolution_points(store: Store, task: str | None = None) -> list[dict[st
                                "warmup_queries": p["warmup_queries"], "n_thoughts": p["n_thoughts"],
                                "metric": metric, "value": summary["mean"]})
     return points
+
+
+def self_evolution_curve(store: Store, feedback: list[dict[str, Any]], thoughts_created: list[str | None]
+                         ) -> list[dict[str, Any]]:
+    """Quality against memory size, rows of thoughts, quality and signal: after each rating in ``feedback``
+    (oldest first) the running share of helpful answers at the number of thoughts made by then
+    (``thoughts_created``: when each thought was made), then every stored run's points of its task's headline
+    metric, one curve per run."""
+    created = sorted(t or "" for t in thoughts_created)
+    rows, ups = [], 0
+    for i, f in enumerate(feedback, start=1):
+        ups += f["value"] > 0
+        rows.append({"thoughts": bisect.bisect_right(created, f["created_at"]), "quality": round(ups / i, 3),
+                     "signal": FEEDBACK_SIGNAL})
+    for p in self_evolution_points(store):
+        if p["metric"] == PRIMARY.get(p["task"]):
+            rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]),
+                         "signal": f"eval run {p['run_id']}: {p['task']} {p['metric']}"})
+    return rows

@@ -11,6 +11,7 @@ import gradio as gr
 
 from copilot.config import Settings, get_settings
 from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
+from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.identity import GuestCookieMiddleware, GuestTokens, load_secret
 from copilot.ui.services import Services
@@ -76,8 +77,9 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         pickers = [chat["scope"], write["one_paper"], write["many_papers"], write["related_papers"],
                    ideas["papers"]]
 
-        def paper_pickers(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
-            choices = library_tab.paper_choices(services.papers(ctx.user(request, profile)))
+        @action(ctx)
+        def paper_pickers(user_id: str) -> tuple[Any, ...]:
+            choices = library_tab.paper_choices(ctx.copilot.papers(user_id))
             return tuple(gr.update(choices=choices) for _ in pickers)
 
         # Endpoints without a button are registered outside the tabs (inside, Gradio draws a phantom tab) and

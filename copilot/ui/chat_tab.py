@@ -7,12 +7,11 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.engine import AskResult
+from copilot.engine import AskResult, arxiv_url
 from copilot.limits import check_question
-from copilot.llm import LLMError
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
-from copilot.ui.context import AppContext, fail
-from copilot.ui.services import provenance_summary, retrieved_rows, source_line
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
 
 RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
 # Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
@@ -22,6 +21,28 @@ THOUGHT_WAIT_S = 90.0
 # scheduler's line (answers first, users in turn) and shows its sources and place meanwhile, which Gradio's
 # own queue (default limit 2) could not. Thought-status checks only poll the database.
 CHAT_CONCURRENCY = 32
+
+
+def source_line(n: int, item: RetrievedItem) -> str:
+    """One line of an answer's source list, in Markdown, with a link where the paper has a public page."""
+    if item.kind == "thought":
+        conf = f", confidence {item.confidence:.2f}" if item.confidence is not None else ""
+        return f"[{n}] Thought #{item.id} (depth {item.depth}{conf})"
+    pages = f"p. {item.page_start}" if item.page_start == item.page_end else f"pp. {item.page_start}-{item.page_end}"
+    title = item.paper_title or item.paper_id
+    url = arxiv_url(item.paper_id)
+    link = f" [arXiv:{item.paper_id}]({url})" if url else ""
+    return f"[{n}] *{title}*, {item.section or 'body'}, {pages}{link}"
+
+
+def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:
+    """The table of retrieved items beside an answer: what it is, how deep, how sure, how similar."""
+    rows = []
+    for n, item in enumerate(items, start=1):
+        where = (item.paper_title or item.paper_id or "") if item.kind == "chunk" else provenance.get(item.id, "")
+        rows.append([n, item.kind, item.id, item.depth, None if item.confidence is None else round(item.confidence, 3),
+                     round(item.score, 3), item.recalled_by, where, item.text[:160]])
+    return rows
 
 
 def _sources_markdown(items: list[RetrievedItem]) -> str:
@@ -58,7 +79,7 @@ def thought_text(outcome: dict[str, Any] | None) -> str:
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Chat", id="chat"):
         with gr.Row():
             with gr.Column(scale=3):
@@ -83,96 +104,81 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
                                          max_chars=160, elem_id="retrieved")
 
+    @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
-             request: gr.Request, profile: gr.OAuthProfile | None = None
-             ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
+             user_id: str) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
         """Ask about your library: a streamed answer with numbered, followable sources."""
-        user = ctx.user(request, profile)
         history = list(history or [])
         if not (message or "").strip():
             gr.Info("Type a question first.")
             yield "", history, [], None, ""
             return
-        try:  # before any model is loaded or called: an unreadable or oversized question costs nothing
-            message = check_question(message, ctx.settings)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        ctx.admit(user)
-        try:
-            visible = services.visible_paper_ids(user, scope or None)  # rejects papers that are not theirs
-        except ValueError as exc:
-            raise fail(exc) from exc
-        if not visible:
+        # Before any model is loaded or called: an unreadable or oversized question costs nothing.
+        message = check_question(message, ctx.settings)
+        ctx.admit(user_id)
+        if not ctx.copilot.visible_paper_ids(user_id, scope or None):  # rejects papers that are not theirs
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         yield "", shown, [], None, ""
         result: AskResult | None = None
         items: list[RetrievedItem] = []
         rows: list[list[Any]] = []
-        try:
-            # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer.
-            for update in services.chat_stream(user, message, paper_ids=list(scope) if scope else None,
-                                               include_public=use_public, share_thought=share):
-                if isinstance(update, AskResult):
-                    result = update
-                    continue
-                if isinstance(update, AnswerSources):
-                    items = update.items
-                    rows = _rows(items, update.memories)
-                    text, note = "", "Sources found; the answer comes next…"
-                elif isinstance(update, QueuePosition):
-                    text, note = queue_text(update), queue_text(update)
-                else:
-                    text, note = update, ""
-                shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
-                yield "", shown, rows, None, note
-        except (LLMError, ValueError) as exc:
-            raise fail(exc) from exc  # the typed question stays in the history above
+        # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer; an
+        # error leaves the typed question in the history above.
+        for update in ctx.copilot.chat_stream(user_id, message, paper_ids=list(scope) if scope else None,
+                                              include_public=use_public, share_thought=share):
+            if isinstance(update, AskResult):
+                result = update
+                continue
+            if isinstance(update, AnswerSources):
+                items = update.items
+                rows = _rows(items, update.memories)
+                text, note = "", "Sources found; the answer comes next…"
+            elif isinstance(update, QueuePosition):
+                text, note = queue_text(update), queue_text(update)
+            else:
+                text, note = update, ""
+            shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
+            yield "", shown, rows, None, note
         assert result is not None
         shown[-1] = {"role": "assistant", "content": _answer_markdown(result.answer, result.sources)}
         yield "", shown, rows, result.query_id, "Thought: being written in the background…"
 
     def _rows(items: list[RetrievedItem], memories: list[dict[str, Any]]) -> list[list[Any]]:
-        provenance = provenance_summary(services, [i.id for i in items if i.kind == "thought"])
-        rows = retrieved_rows(items, provenance)
+        rows = retrieved_rows(items, ctx.copilot.thought_origins([i.id for i in items if i.kind == "thought"]))
         rows += [["–", "memory", m["id"], None, None, m["score"], m["recalled_by"], "you said", m["text"][:160]]
                  for m in memories]
         return rows
 
-    def thought_status(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def thought_status(query_id: float | None, user_id: str) -> str:
         """What became of the thought of answer ``query_id`` (waits briefly while it is being written)."""
         if query_id is None:
             return ""
-        try:
-            return thought_text(services.wait_for_thought(int(query_id), ctx.user(request, profile), THOUGHT_WAIT_S))
-        except ValueError as exc:
-            raise fail(exc) from exc
+        return thought_text(ctx.copilot.wait_for_thought(int(query_id), user_id, THOUGHT_WAIT_S))
 
-    def feedback(query_id: float | None, value: int, user: str) -> str:
+    def feedback(query_id: float | None, value: int, user_id: str) -> str:
         if query_id is None:
             raise gr.Error("Ask a question first: feedback applies to the last answer.")
-        try:
-            # The answer's own thought must be written first, or the feedback could not move its confidence.
-            row = services.wait_for_thought(int(query_id), user, THOUGHT_WAIT_S)
-            found = services.copilot.memory.get(int(row["thought_id"]), user) if row["thought_id"] else None
-            before = found.confidence if found else None
-            result = services.copilot.feedback(int(query_id), value, user_id=user)
-        except ValueError as exc:
-            raise fail(exc) from exc
+        # The answer's own thought must be written first, or the feedback could not move its confidence.
+        result = ctx.copilot.rate(int(query_id), value, user_id, THOUGHT_WAIT_S)
         word = "👍 Thanks" if value > 0 else "👎 Noted"
+        before = result["before"]
         if result["thought_id"] is None or result["confidence"] is None:
             return f"{word}: feedback saved (this answer made no thought)."
         return (f"{word}: thought #{result['thought_id']} confidence {before:.2f} → {result['confidence']:.2f}."
                 if before is not None else f"{word}: thought #{result['thought_id']} confidence now "
                 f"{result['confidence']:.2f}.")
 
-    def feedback_up(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def feedback_up(query_id: float | None, user_id: str) -> str:
         """Thumbs up on an answer: the thought made from it gains confidence."""
-        return feedback(query_id, 1, ctx.user(request, profile))
+        return feedback(query_id, 1, user_id)
 
-    def feedback_down(query_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def feedback_down(query_id: float | None, user_id: str) -> str:
         """Thumbs down on an answer: the thought made from it loses confidence (and may stop being used)."""
-        return feedback(query_id, -1, ctx.user(request, profile))
+        return feedback(query_id, -1, user_id)
 
     inputs = [message, chatbot, scope, use_public, share]
     outputs = [message, chatbot, retrieved, query_id, status]

@@ -3,15 +3,15 @@ thought with its provenance."""
 
 from __future__ import annotations
 
-import bisect
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from copilot.engine import FEEDBACK_SIGNAL
 from copilot.storage import utc_now
-from copilot.ui.context import AppContext, fail
-from copilot.ui.services import Services
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
 
 THOUGHT_HEADERS = ["id", "depth", "confidence", "support", "public", "flagged", "created", "text"]
 THOUGHT_WIDTHS = ["56px", "64px", "100px", "80px", "72px", "80px", "170px", "auto"]
@@ -21,7 +21,6 @@ CONF_BINS = [i / 10 for i in range(11)]
 # Vega's "category10" colours: a line keeps its colour (depth 1 is always blue) as the memory grows.
 PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
            "#bab0ac"]
-FEEDBACK_SIGNAL = "feedback: share helpful"
 
 
 def depth_colors(labels: list[str]) -> dict[str, str]:
@@ -95,27 +94,12 @@ def confidence_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({"confidence": labels, "thoughts": counts.values.astype(int)})
 
 
-def evolution_frame(services: Services, feedback: list[dict[str, Any]], thoughts: list[dict[str, Any]]
-                    ) -> pd.DataFrame:
-    """Quality against memory size: the running share of helpful answers (from feedback), and evaluation
-    runs' scores at the number of thoughts they used, when such runs exist."""
-    created = sorted(t["created_at"] or "" for t in thoughts)
-    rows, ups = [], 0
-    for i, f in enumerate(feedback, start=1):
-        ups += f["value"] > 0
-        n_thoughts = bisect.bisect_right(created, f["created_at"])
-        rows.append({"thoughts": n_thoughts, "quality": round(ups / i, 3), "signal": FEEDBACK_SIGNAL})
-    from copilot.eval import self_evolution_points
-    from copilot.eval.runner import PRIMARY
-
-    for p in self_evolution_points(services.copilot.store):
-        if p["metric"] == PRIMARY.get(p["task"]):  # one curve per run: its task's headline metric
-            rows.append({"thoughts": int(p["n_thoughts"]), "quality": float(p["value"]),
-                         "signal": f"eval run {p['run_id']}: {p['task']} {p['metric']}"})
-    if not rows:  # typed columns: an empty plot draws clean axes and knows its kinds of data
+def evolution_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
+    """The self-evolution curve (:meth:`copilot.engine.Copilot.self_evolution`) as the plot's frame."""
+    if not points:  # typed columns: an empty plot draws clean axes and knows its kinds of data
         return pd.DataFrame({"thoughts": pd.Series([], dtype=int), "quality": pd.Series([], dtype=float),
                              "signal": pd.Series([], dtype=str)})
-    return pd.DataFrame(rows, columns=["thoughts", "quality", "signal"])
+    return pd.DataFrame(points, columns=["thoughts", "quality", "signal"])
 
 
 def thought_rows(thoughts: list[dict[str, Any]], search: str = "", sort: str = "newest") -> list[list[Any]]:
@@ -159,7 +143,7 @@ def provenance_markdown(row: dict[str, Any]) -> str:
 
 
 def build(ctx: AppContext) -> None:
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Dashboard", id="dashboard") as tab:
         with gr.Row():
             summary = gr.Markdown(elem_id="dashboard-summary")
@@ -188,51 +172,49 @@ def build(ctx: AppContext) -> None:
             delete_btn = gr.Button("Delete thought", variant="stop", scale=1, elem_id="thought-delete")
         detail = gr.Markdown(elem_id="thought-detail")
 
-    def dashboard(search: str, sort: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    @act
+    def dashboard(search: str, sort: str, user_id: str
                   ) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, list[list[Any]]]:
         """Your memory at a glance: summary, growth, self-evolution, depth and confidence, and the thoughts."""
-        user = ctx.user(request, profile)
-        thoughts = services.thoughts(user)
-        stats = services.copilot.memory.stats(user)
-        feedback = services.feedback_history(user)
-        return (summary_markdown(stats, feedback), growth_frame(thoughts),
-                evolution_frame(services, feedback, thoughts), depth_frame(thoughts), confidence_frame(thoughts),
-                thought_rows(thoughts, search, sort))
+        copilot = ctx.copilot
+        thoughts = copilot.thoughts(user_id)
+        return (summary_markdown(copilot.memory.stats(user_id), copilot.feedback_history(user_id)),
+                growth_frame(thoughts), evolution_frame(copilot.self_evolution(user_id)), depth_frame(thoughts),
+                confidence_frame(thoughts), thought_rows(thoughts, search, sort))
 
     def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot]:  # noqa: ANN401 - PlotData
         """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them."""
         return (gr.LinePlot(color_map=depth_colors(line_labels(growth, "depth"))),
                 gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal"))))
 
-    def list_thoughts(search: str, sort: str, request: gr.Request, profile: gr.OAuthProfile | None = None
-                      ) -> list[list[Any]]:
+    @act
+    def list_thoughts(search: str, sort: str, user_id: str) -> list[list[Any]]:
         """Your thoughts, filtered by words and sorted."""
-        return thought_rows(services.thoughts(ctx.user(request, profile)), search, sort)
+        return thought_rows(ctx.copilot.thoughts(user_id), search, sort)
 
-    def show(thought_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        """One thought with the chunks and thoughts it was built from."""
+    def provenance(thought_id: float | None, user_id: str) -> str:
         if thought_id is None:
             raise gr.Error("Give a thought id (or click a row of the table).")
-        try:
-            return provenance_markdown(services.thought(int(thought_id), ctx.user(request, profile)))
-        except ValueError as exc:
-            raise fail(exc) from exc
+        return provenance_markdown(ctx.copilot.thought(int(thought_id), user_id))
 
-    def pick(evt: gr.SelectData, rows: pd.DataFrame, request: gr.Request,
-             profile: gr.OAuthProfile | None = None) -> tuple[int, str]:
+    @act
+    def show(thought_id: float | None, user_id: str) -> str:
+        """One thought with the chunks and thoughts it was built from."""
+        return provenance(thought_id, user_id)
+
+    @act
+    def pick(evt: gr.SelectData, rows: pd.DataFrame, user_id: str) -> tuple[int, str]:
         row_index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         picked = int(rows.iloc[row_index, 0])
-        return picked, show(picked, request, profile)
+        return picked, provenance(picked, user_id)
 
-    def delete(thought_id: float | None, search: str, sort: str, request: gr.Request,
-               profile: gr.OAuthProfile | None = None) -> tuple[str, list[list[Any]]]:
+    @act
+    def delete(thought_id: float | None, search: str, sort: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Delete one of your thoughts (and the provenance pointing at it)."""
-        user = ctx.user(request, profile)
         if thought_id is None:
             raise gr.Error("Give the id of the thought to delete.")
-        if not services.delete_thought(int(thought_id), user):
-            raise gr.Error(f"No thought #{int(thought_id)} of yours.")
-        return f"Thought #{int(thought_id)} deleted.", thought_rows(services.thoughts(user), search, sort)
+        ctx.copilot.delete_thought(int(thought_id), user_id)
+        return f"Thought #{int(thought_id)} deleted.", thought_rows(ctx.copilot.thoughts(user_id), search, sort)
 
     outputs = [summary, growth, evolution, depths, confidences, table]
     for event in (refresh.click(dashboard, [search, sort], outputs, api_name="dashboard"),

@@ -6,12 +6,12 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError, scheduling
-from copilot.ui.context import AppContext, fail
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Trends & ideas", id="ideas"):
         gr.Markdown("Trend keywords from your most recent papers, and 3 to 5 research ideas for your profile, "
                     "each citing the papers it came from.")
@@ -21,18 +21,12 @@ def build(ctx: AppContext) -> dict[str, Any]:
             go = gr.Button("Find trends and ideas", variant="primary", scale=1, elem_id="ideas-run")
         output = gr.Markdown(elem_id="ideas-output")
 
-    def trends(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def trends(paper_ids: list[str] | None, user_id: str) -> str:
         """Trend keywords and 3-5 cited research ideas from your profile and recent papers."""
-        from copilot.tasks.trends import trends_and_ideas
-
-        user = ctx.user(request, profile)
-        ctx.admit(user)
-        try:  # it checks the papers are this user's and falls back to their stored persona
-            with scheduling(user):
-                result = trends_and_ideas(services.copilot, user_id=user, persona=None, paper_ids=paper_ids or None)
-        except (LLMError, ValueError) as exc:
-            raise fail(exc) from exc
-        return result.to_markdown()
+        ctx.admit(user_id)
+        # The engine checks the papers are this user's and falls back to their stored persona.
+        return ctx.copilot.trends(user_id, paper_ids).to_markdown()
 
     go.click(trends, [papers], [output], api_name="trends_ideas")
     return {"papers": papers}

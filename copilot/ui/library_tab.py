@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
 from copilot.types import PaperSummary
-from copilot.ui.context import AppContext, fail
-from copilot.ui.services import add_message
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
+from ingest.errors import ArxivUnavailable
+from ingest.models import PaperMetadata
 
 PAPER_HEADERS = ["id", "title", "authors", "year", "source", "pages", "chunks", "owner"]
 SEARCH_HEADERS = ["arxiv id", "title", "authors", "published", "category"]
@@ -24,7 +28,7 @@ def paper_rows(papers: list[PaperSummary]) -> list[list[Any]]:
         authors = p.authors or []
         names = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
         rows.append([p.id, p.title or "", names, (p.published or "")[:4], p.source or "", p.n_pages, p.n_chunks,
-                     "you" if p.user_id else "shared"])
+                     "shared" if p.shared else "you"])
     return rows
 
 
@@ -46,8 +50,6 @@ def _reported(report: list[dict[str, Any]], key: str) -> str:
 
 def discard_uploads(files: list[Path]) -> None:
     """Delete the web server's temporary copies of uploaded files (only files inside its upload folder)."""
-    from gradio.utils import get_upload_folder
-
     folder = Path(get_upload_folder()).resolve()
     for file in files:
         try:
@@ -60,21 +62,9 @@ def discard_uploads(files: list[Path]) -> None:
             continue  # already gone; the cache sweep removes anything left
 
 
-def _search(ctx: AppContext, query: str, field: str, max_results: int) -> list[Any]:
-    client = ctx.services.library.arxiv
-    text = (query or "").strip()
-    if field == "author":
-        return client.by_author(text, max_results=max_results)
-    if field == "category":
-        return client.by_category(text, max_results=max_results)
-    if field == "title":
-        return client.search(f'ti:"{text}"' if text else "", max_results=max_results)
-    return client.search(text, max_results=max_results)
-
-
-def build(ctx: AppContext) -> dict[str, gr.components.Component]:
+def build(ctx: AppContext) -> dict[str, Any]:
     """Lay out the tab and wire its events; returns the components other tabs refresh."""
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Library", id="library"):
         found = gr.State([])  # the last search's metadata, so adding needs no second look-up
         notice = gr.Markdown(elem_id="library-notice")
@@ -104,130 +94,101 @@ def build(ctx: AppContext) -> dict[str, gr.components.Component]:
                 refresh_btn = gr.Button("Refresh now", scale=1, elem_id="refresh-now")
             refresh_status = gr.Markdown(elem_id="refresh-status")
 
-    def list_papers(request: gr.Request, profile: gr.OAuthProfile | None = None) -> list[list[Any]]:
+    @act
+    def list_papers(user_id: str) -> list[list[Any]]:
         """The papers you can see: shared arXiv papers and your own uploads."""
-        return paper_rows(services.papers(ctx.user(request, profile)))
+        return paper_rows(ctx.copilot.papers(user_id))
 
-    def search_arxiv(query: str, field: str, max_results: float, request: gr.Request,
-                     profile: gr.OAuthProfile | None = None) -> tuple[list[list[Any]], Any, list[dict], str]:
+    @act
+    def search_arxiv(query: str, field: str, max_results: float, user_id: str
+                     ) -> tuple[list[list[Any]], Any, list[dict], str]:
         """Search arXiv by free text, title, author or category."""
-        from ingest.errors import ArxivError, ArxivUnavailable
-
         if not (query or "").strip():
             raise gr.Error("Type something to search for.")
-        ctx.admit(ctx.user(request, profile), "search")
+        ctx.admit(user_id, "search")
         try:
-            hits = _search(ctx, query, field, min(50, max(1, int(max_results or 10))))
+            hits = ctx.copilot.search_arxiv(query, field, min(50, max(1, int(max_results or 10))))
         except ArxivUnavailable as exc:
             return [], gr.update(choices=[], value=[]), [], OFFLINE_NOTICE.format(detail=exc)
-        except (ArxivError, ValueError) as exc:
-            raise fail(exc) from exc
         rows = [[h.arxiv_id, h.title, ", ".join(h.authors[:3]), h.published[:10], h.primary_category] for h in hits]
         choices = [(f"{h.title[:90]} ({h.arxiv_id})", h.arxiv_id) for h in hits]
         return rows, gr.update(choices=choices, value=[]), [asdict(h) for h in hits], f"{len(hits)} papers found."
 
-    def add_papers(refs: list[str], found: list[dict], user: str, progress: Any  # noqa: ANN401
+    def add_papers(refs: list[str], found: list[dict], user_id: str, progress: Callable[..., Any]
                    ) -> tuple[str, list[list[Any]]]:
-        from ingest.models import PaperMetadata
-
         if not any(r and r.strip() for r in refs or []):
             raise gr.Error("Choose papers from the search results (or give arXiv ids) first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
-        try:
-            report = services.add_arxiv(list(refs), user, known,
-                                        lambda fraction, message: progress(fraction, desc=message),
-                                        quotas=not ctx.single_user)
-        except ValueError as exc:  # a quota: nothing was looked up or added
-            raise fail(exc) from exc
-        return _reported(report, "ref"), paper_rows(services.papers(user))
+        report = ctx.copilot.add_arxiv(list(refs), user_id, known,
+                                       lambda fraction, message: progress(fraction, desc=message), quotas=ctx.quotas)
+        return _reported(report, "ref"), paper_rows(ctx.copilot.papers(user_id))
 
-    def add_selected(chosen: list[str], found: list[dict], request: gr.Request,
-                     profile: gr.OAuthProfile | None = None, progress: gr.Progress = gr.Progress()
+    @act
+    def add_selected(chosen: list[str], found: list[dict], user_id: str, progress: gr.Progress = gr.Progress()
                      ) -> tuple[str, list[list[Any]]]:
         """Download, parse and index the papers chosen among the search results."""
-        return add_papers(chosen, found, ctx.user(request, profile), progress)
+        return add_papers(chosen, found, user_id, progress)
 
-    def add_arxiv(ids: list[str], request: gr.Request, profile: gr.OAuthProfile | None = None
-                  ) -> tuple[str, list[list[Any]]]:
+    @act
+    def add_arxiv(ids: list[str], user_id: str) -> tuple[str, list[list[Any]]]:
         """Download, parse and index arXiv papers by id or URL (e.g. ["2104.12255", "arXiv:1706.03762v7"])."""
-        return add_papers(ids, [], ctx.user(request, profile), lambda *_, **__: None)
+        return add_papers(ids, [], user_id, lambda *_, **__: None)
 
-    def upload_pdfs(paths: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None,
-                    progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
+    @act
+    def upload_pdfs(paths: list[str] | None, user_id: str, progress: gr.Progress = gr.Progress()
+                    ) -> tuple[str, list[list[Any]]]:
         """Add uploaded PDFs to your library (only you see them)."""
-        user = ctx.user(request, profile)
         if not paths:
             raise gr.Error("Choose one or more PDF files first.")
         files = [Path(p) for p in paths]
         try:
-            report = services.upload(files, user, lambda fraction, message: progress(fraction, desc=message),
-                                     quotas=not ctx.single_user)
-        except ValueError as exc:  # a quota: nothing was stored
-            raise fail(exc) from exc
+            report = ctx.copilot.upload(files, user_id, lambda fraction, message: progress(fraction, desc=message),
+                                        quotas=ctx.quotas)
         finally:
             discard_uploads(files)  # stored in the library (or refused): the server's copy is not needed
-        return _reported(report, "file"), paper_rows(services.papers(user))
+        return _reported(report, "file"), paper_rows(ctx.copilot.papers(user_id))
 
-    def remove_paper(paper_id: str, request: gr.Request, profile: gr.OAuthProfile | None = None
-                     ) -> tuple[str, list[list[Any]]]:
+    @act
+    def remove_paper(paper_id: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remove a paper (your uploads; shared arXiv papers only on a single-user instance)."""
-        user = ctx.user(request, profile)
-        try:
-            result = services.remove(paper_id, user, may_remove_public=ctx.single_user)
-        except ValueError as exc:
-            raise fail(exc) from exc
+        result = ctx.copilot.remove(paper_id, user_id, may_remove_public=ctx.single_user)
         text = f"Removed {result['paper_id']} ({result['chunks_removed']} chunks)."
         if result["thoughts_flagged"]:
             text += f" {result['thoughts_flagged']} thoughts built on it are flagged."
-        return text, paper_rows(services.papers(user))
+        return text, paper_rows(ctx.copilot.papers(user_id))
 
-    def follow(categories: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def follow(categories: str, user_id: str) -> str:
         """Follow arXiv categories (e.g. cs.CL, cs.IR) for the scheduled refresh."""
-        from copilot.tasks.refresh import set_followed_categories
-
-        user = ctx.user(request, profile)
         wanted = [c.strip() for c in (categories or "").replace(";", ",").split(",") if c.strip()]
-        try:
-            saved = set_followed_categories(services.copilot.store, user, wanted)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        return refresh_line(user, saved)
+        return refresh_line(user_id, ctx.copilot.follow(user_id, wanted))
 
-    def refresh_now(request: gr.Request, profile: gr.OAuthProfile | None = None,
-                    progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
+    @act
+    def refresh_now(user_id: str, progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
         """Pull the newest papers of your followed categories now."""
-        from copilot.tasks.refresh import followed_categories
-
-        user = ctx.user(request, profile)
-        cats = followed_categories(services.store, user)
+        cats = ctx.copilot.followed(user_id)
         if not cats:
             raise gr.Error("Follow at least one category first (e.g. cs.CL).")
-        try:  # a refresh adds to the shared library: on a shared instance it counts against the user's allowances
-            result = services.refresh(user, cats, lambda fraction, message: progress(fraction, desc=message),
-                                      quotas=not ctx.single_user)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        text = refresh_line(user, cats)
+        # A refresh adds to the shared library: on a shared instance it counts against the user's allowances.
+        result = ctx.copilot.refresh(user_id, cats, lambda fraction, message: progress(fraction, desc=message),
+                                     quotas=ctx.quotas)
+        text = refresh_line(user_id, cats)
         if result.errors:
             text += "\n\n" + "\n".join(f"- {e}" for e in result.errors)
-        return text, paper_rows(services.papers(user))
+        return text, paper_rows(ctx.copilot.papers(user_id))
 
-    def refresh_line(user: str, cats: list[str]) -> str:
-        from copilot.tasks.refresh import last_refresh
-
-        last = last_refresh(services.copilot.store, user)
+    def refresh_line(user_id: str, cats: list[str]) -> str:
+        last = ctx.copilot.last_refresh(user_id)
         head = f"Following: {', '.join(cats) if cats else 'nothing yet'}."
         if not last:
             return head + " Not refreshed yet."
         return head + f" Last refresh {last.finished_at}: {last.n_added} papers added."
 
-    def refresh_state(request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+    @act
+    def refresh_state(user_id: str) -> tuple[str, str]:
         """The categories you follow and when the library was last refreshed."""
-        from copilot.tasks.refresh import followed_categories
-
-        user = ctx.user(request, profile)
-        cats = followed_categories(services.copilot.store, user)
-        return ", ".join(cats), refresh_line(user, cats)
+        cats = ctx.copilot.followed(user_id)
+        return ", ".join(cats), refresh_line(user_id, cats)
 
     search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
                      api_name="search_arxiv")

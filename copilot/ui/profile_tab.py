@@ -6,14 +6,15 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError, scheduling
-from copilot.ui.context import AppContext, fail
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
+from copilot.ui.users import describe_user
 
 MEMORY_HEADERS = ["id", "what you said", "when"]
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Profile", id="profile"):
         who = gr.Markdown(elem_id="who")
         with gr.Row():
@@ -37,92 +38,56 @@ def build(ctx: AppContext) -> dict[str, Any]:
             memory_id = gr.Number(label="Memory id to delete", precision=0, scale=4, elem_id="memory-id")
             delete_btn = gr.Button("Delete memory", variant="stop", scale=1, elem_id="memory-delete")
 
-    def rows(user: str) -> list[list[Any]]:
-        from copilot.tasks.profile import list_memories
+    def rows(user_id: str) -> list[list[Any]]:
+        return [[m.id, m.text, (m.created_at or "")[:19]] for m in ctx.copilot.memories.list(user_id)]
 
-        return [[m.id, m.text, (m.created_at or "")[:19]]
-                for m in list_memories(services.copilot.store, user)]
-
-    def load_profile(request: gr.Request, profile: gr.OAuthProfile | None = None
-                     ) -> tuple[str, str, list[list[Any]]]:
+    @act
+    def load_profile(user_id: str) -> tuple[str, str, list[list[Any]]]:
         """Who you are here, your saved persona and your memories."""
-        from copilot.tasks.profile import get_profile
-        from copilot.ui.users import describe_user
+        stored = ctx.copilot.profile(user_id)
+        return f"You are: {describe_user(user_id)}", stored.persona if stored else "", rows(user_id)
 
-        user = ctx.user(request, profile)
-        stored = get_profile(services.copilot.store, user)
-        return f"You are: {describe_user(user)}", stored.persona if stored else "", rows(user)
-
-    def from_author(name: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+    @act
+    def from_author(name: str, user_id: str) -> tuple[str, str]:
         """Build and save a persona from an arXiv author's papers (an au: search)."""
-        from copilot.tasks.profile import profile_from_author, save_profile
-
-        user = ctx.user(request, profile)
         if not (name or "").strip():
             raise gr.Error("Type an author's name first.")
-        ctx.admit(user, "search")  # an arXiv search first,
-        ctx.admit(user)  # then a model call
-        try:
-            with scheduling(user):
-                text = profile_from_author(services.copilot, name.strip(), user_id=user,
-                                           arxiv_client=services.library.arxiv)
-            save_profile(services.copilot.store, user, text, "arxiv:" + name.strip())
-        except (LLMError, ValueError, RuntimeError) as exc:
-            raise fail(exc) from exc
-        return text, "Persona built from arXiv and saved."
+        ctx.admit(user_id, "search")  # an arXiv search first,
+        ctx.admit(user_id)  # then a model call
+        return ctx.copilot.persona_from_author(user_id, name.strip()), "Persona built from arXiv and saved."
 
-    def from_text(text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+    @act
+    def from_text(text: str, user_id: str) -> tuple[str, str]:
         """Build and save a persona from pasted text about your research."""
-        from copilot.tasks.profile import profile_from_text, save_profile
-
-        user = ctx.user(request, profile)
         if not (text or "").strip():
             raise gr.Error("Paste some text about your research first.")
-        ctx.admit(user)
-        try:
-            with scheduling(user):
-                persona = profile_from_text(services.copilot, text, user_id=user)
-            save_profile(services.copilot.store, user, persona, "text")
-        except (LLMError, ValueError) as exc:
-            raise fail(exc) from exc
-        return persona, "Persona built from your text and saved."
+        ctx.admit(user_id)
+        return ctx.copilot.persona_from_text(user_id, text), "Persona built from your text and saved."
 
-    def save(persona: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    @act
+    def save(persona: str, user_id: str) -> str:
         """Save your (edited) persona."""
-        from copilot.tasks.profile import save_profile
-
-        try:
-            user = ctx.user(request, profile)
-            save_profile(services.copilot.store, user, persona, "edited")
-        except ValueError as exc:
-            raise fail(exc) from exc
+        ctx.copilot.save_persona(user_id, persona, "edited")
         return "Persona saved."
 
-    def add_memory(text: str, request: gr.Request, profile: gr.OAuthProfile | None = None
-                   ) -> tuple[str, list[list[Any]]]:
+    @act
+    def add_memory(text: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remember something about you."""
-        user = ctx.user(request, profile)
-        try:
-            services.copilot.remember(text or "", user_id=user)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        return "", rows(user)
+        ctx.copilot.remember(text or "", user_id=user_id)
+        return "", rows(user_id)
 
-    def delete_memory(memory_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-                      ) -> tuple[str, list[list[Any]]]:
+    @act
+    def delete_memory(memory_id: float | None, user_id: str) -> tuple[str, list[list[Any]]]:
         """Forget one of your memories."""
-        from copilot.tasks.profile import delete_memory as forget
-
-        user = ctx.user(request, profile)
         if memory_id is None:
             raise gr.Error("Give the id of the memory to delete.")
-        if not forget(services.copilot.store, int(memory_id), user):
-            raise gr.Error(f"No memory #{int(memory_id)} of yours.")
-        return f"Memory #{int(memory_id)} deleted.", rows(user)
+        ctx.copilot.memories.forget(int(memory_id), user_id)
+        return f"Memory #{int(memory_id)} deleted.", rows(user_id)
 
-    def list_memories(request: gr.Request, profile: gr.OAuthProfile | None = None) -> list[list[Any]]:
+    @act
+    def list_memories(user_id: str) -> list[list[Any]]:
         """Your personal memories."""
-        return rows(ctx.user(request, profile))
+        return rows(user_id)
 
     author_btn.click(from_author, [author], [persona, profile_status], api_name="profile_from_author")
     text_btn.click(from_text, [pasted], [persona, profile_status], api_name="profile_from_text")

@@ -11,14 +11,14 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.llm import LLMError, scheduling
-from copilot.ui.context import AppContext, fail
-
+from copilot.tasks.writing import Draft
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
 
 SCRATCH_MAX_AGE_S = 600  # a draft's files only need to live until Gradio has copied them into its cache
 
 
-def save_exports(draft: Any, stem: str) -> tuple[str, str]:  # noqa: ANN401 - a Draft
+def save_exports(draft: Draft, stem: str) -> tuple[str, str]:
     """The draft as Markdown and its references as BibTeX, for download.
 
     The files go to a private scratch folder outside the data directory, which the server never serves. Gradio
@@ -43,14 +43,14 @@ def save_exports(draft: Any, stem: str) -> tuple[str, str]:  # noqa: ANN401 - a 
     return str(md), str(bib)
 
 
-def draft_view(draft: Any) -> str:  # noqa: ANN401 - a Draft
+def draft_view(draft: Draft) -> str:
     """What the page shows: the draft (with its notes and references), then what it cost."""
     seconds = draft.timings.get("total_ms", sum(draft.timings.values())) / 1000
     return draft.to_markdown() + f"\n\n*{draft.llm_calls} LLM call(s), {seconds:.1f} s.*"
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
-    services = ctx.services
+    act = action(ctx)
     with gr.Tab("Write", id="write"):
         with gr.Accordion("Abstract", open=True):
             gr.Markdown("One paper: an abstract drafted from its body (never from its own abstract). "
@@ -76,61 +76,35 @@ def build(ctx: AppContext) -> dict[str, Any]:
             md_file = gr.File(label="Markdown", interactive=False, elem_id="draft-md")
             bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")
 
-    def run(kind: str, user: str, **kwargs: Any) -> tuple[str, str, str]:  # noqa: ANN401
-        from copilot.tasks import writing
-
-        fn = {"abstract": writing.draft_abstract, "synthesis": writing.draft_synthesis,
-              "related": writing.draft_related_work}[kind]
-        ctx.admit(user)
-        try:
-            with scheduling(user):  # its LLM calls take their turn among this user's
-                draft = fn(services.copilot, user_id=user, **kwargs)
-        except (LLMError, ValueError, LookupError) as exc:
-            raise fail(exc) from exc
+    def run(kind: str, user_id: str, **kwargs: Any) -> tuple[str, str, str]:  # noqa: ANN401 - the draft's options
+        ctx.admit(user_id)
+        draft = ctx.copilot.draft(kind, user_id, **kwargs)
         stem = f"{kind}-{kwargs.get('paper_id') or kwargs.get('title') or 'papers'}"
         md, bib = save_exports(draft, stem)
         return draft_view(draft), md, bib
 
-    def draft_abstract(paper_id: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-                       ) -> tuple[str, str, str]:
+    @act
+    def draft_abstract(paper_id: str | None, user_id: str) -> tuple[str, str, str]:
         """Draft an abstract for one paper from its body text."""
-        user = ctx.user(request, profile)
         if not paper_id:
             raise gr.Error("Choose a paper first.")
-        try:
-            services.visible_paper_ids(user, [paper_id])
-        except ValueError as exc:
-            raise fail(exc) from exc
-        return run("abstract", user, paper_id=paper_id)
+        ctx.copilot.visible_paper_ids(user_id, [paper_id])
+        return run("abstract", user_id, paper_id=paper_id)
 
-    def draft_synthesis(paper_ids: list[str] | None, request: gr.Request, profile: gr.OAuthProfile | None = None
-                        ) -> tuple[str, str, str]:
+    @act
+    def draft_synthesis(paper_ids: list[str] | None, user_id: str) -> tuple[str, str, str]:
         """Draft one abstract that synthesises several papers, with numbered citations."""
-        user = ctx.user(request, profile)
-        if not paper_ids or len(paper_ids) < 2:
-            raise gr.Error("Choose at least two papers to synthesise.")
-        try:
-            services.visible_paper_ids(user, paper_ids)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        return run("synthesis", user, paper_ids=list(paper_ids))
+        ctx.copilot.visible_paper_ids(user_id, paper_ids or None)
+        return run("synthesis", user_id, paper_ids=list(paper_ids or []))
 
-    def draft_related(title: str, abstract: str, paper_ids: list[str] | None, use_arxiv: bool,
-                      request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str, str]:
+    @act
+    def draft_related(title: str, abstract: str, paper_ids: list[str] | None, use_arxiv: bool, user_id: str
+                      ) -> tuple[str, str, str]:
         """Draft a related-work section for your title and abstract, citing library papers (and arXiv)."""
-        user = ctx.user(request, profile)
-        if not (title or "").strip() or not (abstract or "").strip():
-            raise gr.Error("Give your paper's title and abstract first.")
-        if len(title) + len(abstract) > ctx.settings.max_question_chars:
-            raise gr.Error(f"The title and abstract are limited to {ctx.settings.max_question_chars:,} characters "
-                           f"together (these have {len(title) + len(abstract):,}): shorten the abstract.")
         if use_arxiv:
-            ctx.admit(user, "search")
-        try:
-            services.visible_paper_ids(user, paper_ids or None)
-        except ValueError as exc:
-            raise fail(exc) from exc
-        return run("related", user, title=title.strip(), abstract=abstract.strip(),
+            ctx.admit(user_id, "search")
+        ctx.copilot.visible_paper_ids(user_id, paper_ids or None)
+        return run("related", user_id, title=(title or "").strip(), abstract=(abstract or "").strip(),
                    paper_ids=list(paper_ids) if paper_ids else None, search_arxiv=bool(use_arxiv))
 
     outputs = [output, md_file, bib_file]

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,17 +33,21 @@ from copilot.limits import (
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
 from copilot.storage import Store
+from copilot.tasks import writing
+from copilot.tasks.profile import profile_from_author, profile_from_text, save_profile
+from copilot.tasks.refresh import (
+    RefreshResult,
+    followed_categories,
+    last_refresh,
+    refresh_categories,
+    set_followed_categories,
+)
+from copilot.tasks.trends import Trends, trends_and_ideas
+from copilot.tasks.writing import Draft
 from copilot.types import AnswerSources, PaperSummary, Profile, QueuePosition, Refresh
 from ingest.errors import ArxivError, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
 
-if TYPE_CHECKING:
-    from copilot.tasks.refresh import RefreshResult
-    from copilot.tasks.trends import Trends
-    from copilot.tasks.writing import Draft
-
-# The tasks (copilot.tasks) take the engine they run on, and some import this module: the engine imports each
-# task where it runs one.
 
 __all__ = ["DEFAULT_USER", "FEEDBACK_SIGNAL", "MEMORY_MIN_SCORE", "QUEUE_POLL_S", "AskResult", "Copilot",
            "ThoughtWorker", "add_message", "arxiv_url", "source_text", "stream_until_repeating", "trim_repetition"]
@@ -192,8 +196,6 @@ class Copilot(Answerer):
                 quotas: bool = False) -> RefreshResult:
         """Pull the newest papers of ``categories`` into the shared library. With ``quotas`` each category is one
         arXiv request, and the refresh stops at the user's arXiv additions left today, which it then uses up."""
-        from copilot.tasks.refresh import refresh_categories
-
         allowance = None
         if quotas:
             allowance = arxiv_allowance_left(self.store, self.settings, user_id)
@@ -206,18 +208,12 @@ class Copilot(Answerer):
 
     def follow(self, user_id: str, categories: list[str]) -> list[str]:
         """Follow arXiv categories for the scheduled refresh; returns them as saved."""
-        from copilot.tasks.refresh import set_followed_categories
-
         return set_followed_categories(self.store, user_id, categories)
 
     def followed(self, user_id: str) -> list[str]:
-        from copilot.tasks.refresh import followed_categories
-
         return followed_categories(self.store, user_id)
 
     def last_refresh(self, user_id: str) -> Refresh | None:
-        from copilot.tasks.refresh import last_refresh
-
         return last_refresh(self.store, user_id)
 
     def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
@@ -368,16 +364,12 @@ class Copilot(Answerer):
             if size > limit:
                 raise LimitExceeded(f"The title and abstract are limited to {limit:,} characters together (these "
                                     f"have {size:,}): shorten the abstract.")
-        from copilot.tasks import writing
-
         with scheduling(user_id):
             return getattr(writing, DRAFTS[kind])(self, user_id=user_id, **kwargs)
 
     def trends(self, user_id: str, paper_ids: list[str] | None) -> Trends:
         """Trend keywords and cited research ideas from the user's persona and papers (``paper_ids``: only
         these)."""
-        from copilot.tasks.trends import trends_and_ideas
-
         with scheduling(user_id):
             return trends_and_ideas(self, user_id=user_id, persona=None, paper_ids=paper_ids or None)
 
@@ -385,14 +377,10 @@ class Copilot(Answerer):
         return self.store.profiles.get(user_id)
 
     def save_persona(self, user_id: str, persona: str, source: str) -> None:
-        from copilot.tasks.profile import save_profile
-
         save_profile(self.store, user_id, persona, source)
 
     def persona_from_author(self, user_id: str, name: str) -> str:
         """Build and save a persona from an arXiv author's papers (an au: search)."""
-        from copilot.tasks.profile import profile_from_author, save_profile
-
         with scheduling(user_id):
             text = profile_from_author(self, name, user_id=user_id, arxiv_client=self.library.arxiv)
         save_profile(self.store, user_id, text, "arxiv:" + name)
@@ -400,8 +388,6 @@ class Copilot(Answerer):
 
     def persona_from_text(self, user_id: str, text: str) -> str:
         """Build and save a persona from pasted text about the user's research."""
-        from copilot.tasks.profile import profile_from_text, save_profile
-
         with scheduling(user_id):
             persona = profile_from_text(self, text, user_id=user_id)
         save_profile(self.store, user_id, persona, "text")

@@ -47,7 +47,6 @@ from copilot.tasks.writing.sources import (
     select_excerpts,
     truncate_tokens,
     visible_paper,
-    visible_paper_ids,
 )
 
 __all__ = [
@@ -57,6 +56,6 @@ __all__ = [
     "bib_escape", "bib_verbatim", "bibtex_entries", "bibtex_entry", "bibtex_key", "body_chunks",
     "citation_from_paper", "citation_numbers", "cite_mentions", "draft_abstract", "draft_related_work",
     "draft_synthesis", "finish_text", "generate", "library_for", "related_by_paper", "resolve_citations",
-    "scrub_sentences", "select_excerpts", "short_name", "truncate_tokens", "visible_paper", "visible_paper_ids",
+    "scrub_sentences", "select_excerpts", "short_name", "truncate_tokens", "visible_paper",
     "year_of",
 ]

@@ -21,7 +21,6 @@ from copilot.tasks.writing.sources import (
     select_excerpts,
     truncate_tokens,
     visible_paper,
-    visible_paper_ids,
 )
 from copilot.types import Paper
 
@@ -148,7 +147,7 @@ def draft_related_work(copilot: Copilot, title: str, abstract: str, *, user_id: 
     title, abstract = " ".join((title or "").split()), " ".join((abstract or "").split())
     if not title and not abstract:
         raise DraftError(RELATED_NEEDS_TITLE_OR_ABSTRACT)
-    visible = visible_paper_ids(copilot, user_id)
+    visible = copilot.visible_paper_ids(user_id, None)
     if paper_ids:
         scope = [visible_paper(copilot, ref, user_id).id for ref in _unique(paper_ids)]
     else:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from copilot.engine import Copilot, stream_until_repeating
+from copilot.answering import stream_until_repeating
 from copilot.tasks.writing.model import OnText
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
 
 DRAFT_MAX_TOKENS = 300
 _HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?(abstract|related work|synthesis|summary)\s*(?:\*\*)?\s*[:.]?\s*\n?",

@@ -44,10 +44,6 @@ def visible_paper(copilot: Copilot, paper_ref: str, user_id: str) -> Paper:
         raise DraftError(f"No paper '{paper_ref}' in your library; `python -m copilot papers list` shows the ids.") from None
 
 
-def visible_paper_ids(copilot: Copilot, user_id: str) -> list[str]:
-    return copilot.store.papers.visible_ids(user_id)
-
-
 def body_chunks(store: Store, paper_id: str) -> list[Chunk]:
     """The paper's own content with its vectors: no abstract, and nothing from the reference list on
     (appendices follow it)."""

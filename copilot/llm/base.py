@@ -12,6 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from copilot.config import Settings
 from copilot.errors import ComponentError
@@ -47,6 +48,19 @@ class GenerationOptions:
     stop: list[str] | None = None
     probe: ChoiceProbe | None = None
     grammar: str | None = None  # GBNF; backends that cannot constrain decoding ignore it
+
+
+class CallOptions(TypedDict, total=False):
+    """The keyword options of :meth:`ChatModel.stream`, which :meth:`ChatModel.chat` passes on as they are."""
+
+    max_tokens: int
+    temperature: float
+    stop: list[str] | None
+    probe: ChoiceProbe | None
+    grammar: str | None
+    user: str | None
+    priority: Priority | None
+    ticket: Ticket | None
 
 
 @dataclass
@@ -124,21 +138,10 @@ class ChatModel(ABC):
                     self.usage.prompt_tokens += prompt_tokens
                     self.usage.completion_tokens += self.count_tokens("".join(pieces)) if pieces else 0
 
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 384,
-        temperature: float = 0.2,
-        stop: list[str] | None = None,
-        probe: ChoiceProbe | None = None,
-        grammar: str | None = None,
-        user: str | None = None,
-        priority: Priority | None = None,
-    ) -> str:
-        """The whole reply to ``messages`` (``probe``, when given, is filled in where the backend can)."""
-        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
-                                   probe=probe, grammar=grammar, user=user, priority=priority))
+    def chat(self, messages: list[Message], **options: Unpack[CallOptions]) -> str:
+        """The whole reply to ``messages``, with :meth:`stream`'s options (``probe``, when given, is filled in where
+        the backend can)."""
+        return "".join(self.stream(messages, **options))
 
     def describe(self) -> str:
         """A short human-readable name for logs and the doctor."""

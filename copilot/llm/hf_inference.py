@@ -10,9 +10,16 @@ from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, Offlin
 
 from copilot.config import Settings
 from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
-from copilot.llm.openai_compat import estimate_tokens
+from copilot.llm.openai_compat import delta_texts, estimate_tokens
 
 DEFAULT_HF_MODEL = "HuggingFaceTB/SmolLM3-3B"
+# What an HTTP status from Hugging Face Inference tells the user.
+STATUS_MESSAGES = {
+    401: "Hugging Face refused the token; check COPILOT_HF_TOKEN (or HF_TOKEN).",
+    403: "The Hugging Face token may not use '{model}'; check its permissions.",
+    404: "Model '{model}' is not served by Hugging Face Inference; check COPILOT_LLM_MODEL.",
+    429: "Hugging Face Inference is rate limiting requests; retry later or use your own token.",
+}
 
 
 class HFInferenceModel(ChatModel):
@@ -36,18 +43,13 @@ class HFInferenceModel(ChatModel):
 
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         try:
-            for event in self._client.chat_completion(
+            yield from delta_texts(self._client.chat_completion(
                 messages,
                 max_tokens=options.max_tokens,
                 temperature=options.temperature,
                 stop=options.stop,
                 stream=True,
-            ):
-                if not event.choices:
-                    continue
-                content = event.choices[0].delta.content
-                if content:
-                    yield content
+            ))
         except InferenceTimeoutError as exc:
             raise LLMError(
                 f"Hugging Face Inference did not answer for '{self.model}' in time; "
@@ -68,12 +70,5 @@ class HFInferenceModel(ChatModel):
 
     def _explain_status(self, exc: HfHubHTTPError) -> str:
         status = exc.response.status_code if exc.response is not None else None
-        if status == 401:
-            return "Hugging Face refused the token; check COPILOT_HF_TOKEN (or HF_TOKEN)."
-        if status == 403:
-            return f"The Hugging Face token may not use '{self.model}'; check its permissions."
-        if status == 404:
-            return f"Model '{self.model}' is not served by Hugging Face Inference; check COPILOT_LLM_MODEL."
-        if status == 429:
-            return "Hugging Face Inference is rate limiting requests; retry later or use your own token."
-        return f"Hugging Face Inference failed for '{self.model}' (HTTP {status}): {exc}"
+        template = STATUS_MESSAGES.get(status, "Hugging Face Inference failed for '{model}' (HTTP {status}): {exc}")
+        return template.format(model=self.model, status=status, exc=exc)

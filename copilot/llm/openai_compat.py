@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import openai
 
@@ -12,6 +13,32 @@ from copilot.llm.base import ChatModel, GenerationOptions, LLMError, Message
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+# What each failure of the endpoint tells the user, most specific first (a timeout is also a connection error).
+FAILURES: tuple[tuple[type[openai.OpenAIError], str], ...] = (
+    (openai.APITimeoutError, "The LLM endpoint {url} did not answer within the timeout; raise COPILOT_LLM_TIMEOUT_S "
+                             "or check the server's load."),
+    (openai.APIConnectionError, "Cannot reach the LLM endpoint {url}: is the server running and is "
+                                "COPILOT_OPENAI_BASE_URL right (it usually ends in /v1)?"),
+    (openai.AuthenticationError, "The LLM endpoint {url} refused the API key; check COPILOT_OPENAI_API_KEY."),
+    (openai.PermissionDeniedError, "The API key may not use model '{model}' at {url}."),
+    (openai.NotFoundError, "Model '{model}' (or the chat-completions route) was not found at {url}; check "
+                           "COPILOT_LLM_MODEL and COPILOT_OPENAI_BASE_URL."),
+    (openai.RateLimitError, "The LLM endpoint {url} is rate limiting requests; retry later."),
+    (openai.APIStatusError, "The LLM endpoint {url} answered HTTP {status}: {message}"),
+    (openai.OpenAIError, "The LLM endpoint {url} failed: {exc}"),
+)
+
+
+def delta_texts(events: Iterable[Any]) -> Iterator[str]:  # noqa: ANN401 - a client's streamed chunks
+    """The text pieces of a streamed chat completion (OpenAI's and Hugging Face's chunks have one shape)."""
+    for event in events:
+        if not event.choices:
+            continue
+        delta = event.choices[0].delta
+        if delta is not None and delta.content:
+            yield delta.content
 
 
 def estimate_tokens(text: str) -> int:
@@ -52,38 +79,12 @@ class OpenAICompatibleModel(ChatModel):
                 stop=options.stop,
                 stream=True,
             )
-            for event in response:
-                if not event.choices:
-                    continue
-                delta = event.choices[0].delta
-                if delta is not None and delta.content:
-                    yield delta.content
-        except openai.APITimeoutError as exc:
-            raise LLMError(
-                f"The LLM endpoint {self.base_url} did not answer within the timeout; "
-                "raise COPILOT_LLM_TIMEOUT_S or check the server's load."
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(
-                f"Cannot reach the LLM endpoint {self.base_url}: is the server running and is "
-                "COPILOT_OPENAI_BASE_URL right (it usually ends in /v1)?"
-            ) from exc
-        except openai.AuthenticationError as exc:
-            raise LLMError(
-                f"The LLM endpoint {self.base_url} refused the API key; check COPILOT_OPENAI_API_KEY."
-            ) from exc
-        except openai.PermissionDeniedError as exc:
-            raise LLMError(f"The API key may not use model '{self.model}' at {self.base_url}.") from exc
-        except openai.NotFoundError as exc:
-            raise LLMError(
-                f"Model '{self.model}' (or the chat-completions route) was not found at {self.base_url}; "
-                "check COPILOT_LLM_MODEL and COPILOT_OPENAI_BASE_URL."
-            ) from exc
-        except openai.RateLimitError as exc:
-            raise LLMError(f"The LLM endpoint {self.base_url} is rate limiting requests; retry later.") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(
-                f"The LLM endpoint {self.base_url} answered HTTP {exc.status_code}: {exc.message}"
-            ) from exc
+            yield from delta_texts(response)
         except openai.OpenAIError as exc:
-            raise LLMError(f"The LLM endpoint {self.base_url} failed: {exc}") from exc
+            raise LLMError(self.explain(exc)) from exc
+
+    def explain(self, exc: openai.OpenAIError) -> str:
+        """What a failed call means for the user: the first entry of :data:`FAILURES` that ``exc`` is."""
+        template = next(text for kind, text in FAILURES if isinstance(exc, kind))
+        return template.format(url=self.base_url, model=self.model, status=getattr(exc, "status_code", None),
+                               message=getattr(exc, "message", exc), exc=exc)

@@ -73,7 +73,7 @@ class PaperRepository:
         """A paper made from the PDF with this SHA-256 among ``owner``'s uploads and the shared arXiv papers (only
         the shared ones when ``owner`` is None): what an add of that file by ``owner`` would repeat. Another user's
         upload of the same file is never found, so an add says nothing about what others hold."""
-        rule, params = ("(p.user_id IS NULL OR p.user_id = ?)", [owner]) if owner else ("p.user_id IS NULL", [])
+        rule, params = visibility(owner, "p.user_id") if owner else ("p.user_id IS NULL", [])
         row = fetch_one(self._store.conn,
                         f"{_WITH_COUNT} WHERE p.file_hash = ? AND {rule} ORDER BY p.added_at LIMIT 1",
                         [file_hash, *params])

@@ -37,6 +37,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from copilot.config import Settings
+from copilot.storage.fulltext import query_terms, tsquery_text
 from copilot.storage.migrations import VECTOR_TABLES
 from copilot.storage.pg_migrations import migrate, schema_version
 from copilot.storage.rows import POSTGRESQL
@@ -46,6 +47,7 @@ from copilot.storage.store import (
     Store,
     StoreError,
     _check_kind,
+    _check_text_kind,
     attach_repositories,
     checked_batch,
     filter_sql,
@@ -474,6 +476,23 @@ class PostgresStore:
         with conn.transaction():  # a wider candidate list for this statement only
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, _EF_SEARCH_MAX))])
             return conn.execute(sql, [query, *params, k], binary=True).fetchall()
+
+    def text_search(self, kind: str, query_text: str | None, k: int, where: VectorFilter | None = None
+                    ) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``kind`` (chunks or thoughts) that best match the words of ``query_text`` within
+        ``where``, as (id, ``ts_rank_cd`` score: higher is better), best first; any text is safe to pass (see
+        :meth:`Store.text_search`). The match goes through the GIN index of the ``text_search`` column."""
+        _check_text_kind(kind)
+        terms = query_terms(query_text)
+        if not terms or k <= 0:
+            return []
+        condition, params = filter_sql(where or VectorFilter())
+        sql = ("SELECT id, rank FROM (SELECT m.*, ts_rank_cd(x.text_search, q) AS rank "
+               f"FROM {kind} x JOIN ({VECTOR_META[kind]}) AS m ON m.id = x.id "
+               "CROSS JOIN to_tsquery('english', %s) AS q WHERE x.text_search @@ q) AS hits "
+               f"WHERE {to_psycopg(condition)} ORDER BY rank DESC, id LIMIT %s")
+        rows = self.run(lambda conn: conn.execute(sql, [tsquery_text(terms), *params, int(k)]).fetchall())
+        return [(int(i), float(rank)) for i, rank in rows]
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""

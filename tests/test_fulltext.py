@@ -172,3 +172,14 @@ def test_postgres_migration_indexes_rows_already_there(pg_url: str) -> None:
         assert store.schema_version == len(PG_MIGRATIONS)
         assert ids(store.text_search("chunks", "lattices", 5)) == [chunk]
         assert ids(store.text_search("thoughts", "lattice", 5)) == [thought]
+
+
+def test_reindex_rebuilds_a_lost_full_text_index(tmp_path: Path) -> None:
+    with Store(tmp_path / "c.db", tmp_path / "i") as store:
+        store.papers.add_many([Paper("p1", title="Shared")])
+        chunk, = add_chunks(store, "p1", ["phonons in crystals"])
+        store.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")  # the index emptied
+        assert store.text_search("chunks", "phonons", 5) == []
+        store.reindex()
+        assert ids(store.text_search("chunks", "phonons", 5)) == [chunk]
+        store.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")

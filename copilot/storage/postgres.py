@@ -70,6 +70,15 @@ _SEARCHED = {
                 "0 AS flagged FROM memories WHERE embedding IS NOT NULL",
 }
 
+# The rows of each full-text table as a text search reads them: the filterable metadata plus the ``tsvector``.
+_TEXT_SEARCHED = {
+    "chunks": "SELECT c.id, c.text_search, p.user_id AS owner, c.paper_id AS paper, 0 AS public, "
+              "CAST(NULL AS REAL) AS confidence, 0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id "
+              "WHERE c.embedding IS NOT NULL",
+    "thoughts": "SELECT id, text_search, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
+                "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
+}
+
 
 @lru_cache(maxsize=2048)
 def to_psycopg(sql: str) -> str:
@@ -487,11 +496,11 @@ class PostgresStore:
         if not terms or k <= 0:
             return []
         condition, params = filter_sql(where or VectorFilter())
-        sql = ("SELECT id, rank FROM (SELECT m.*, ts_rank_cd(x.text_search, q) AS rank "
-               f"FROM {kind} x JOIN ({VECTOR_META[kind]}) AS m ON m.id = x.id "
-               "CROSS JOIN to_tsquery('english', %s) AS q WHERE x.text_search @@ q) AS hits "
-               f"WHERE {to_psycopg(condition)} ORDER BY rank DESC, id LIMIT %s")
-        rows = self.run(lambda conn: conn.execute(sql, [tsquery_text(terms), *params, int(k)]).fetchall())
+        sql = (f"SELECT id, ts_rank_cd(text_search, to_tsquery('english', %s)) AS rank FROM ({_TEXT_SEARCHED[kind]}) "
+               f"AS m WHERE text_search @@ to_tsquery('english', %s) AND {to_psycopg(condition)} "
+               "ORDER BY rank DESC, id LIMIT %s")
+        query = tsquery_text(terms)
+        rows = self.run(lambda conn: conn.execute(sql, [query, query, *params, int(k)]).fetchall())
         return [(int(i), float(rank)) for i, rank in rows]
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:

@@ -505,7 +505,8 @@ class Store:
                                      params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
-        """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
+        """Throw away every index file of ``kinds`` and rebuild them from SQLite, and their full-text indices;
+        returns vectors per kind."""
         counts = {}
         with self._lock:
             for kind in kinds:
@@ -515,6 +516,9 @@ class Store:
                 self._indices.pop(kind, None)
                 index = self._load_or_rebuild(kind)
                 counts[kind] = len(index) if index is not None else 0
+                if kind in FULL_TEXT:  # the full-text index too, from the same rows
+                    with self.transaction() as conn:
+                        conn.execute(f"INSERT INTO {kind}_fts ({kind}_fts) VALUES ('rebuild')")
         return counts
 
     def check_consistency(self) -> dict[str, bool]:

@@ -2,8 +2,8 @@
 
 Dense candidates (5×K from each index, by cosine to the query vector) and lexical ones (5×K from each full-text
 index, by BM25 over the question's words: ``store.text_search``) are found under the same scope. ``dense`` keeps
-the first list, ``lexical`` the second; ``hybrid`` fuses both rankings (reciprocal rank fusion by default, or a
-weighted sum of min–max normalised scores): a passage that holds the question's rare words (an acronym, a
+the first list, ``lexical`` the second; ``hybrid`` fuses both rankings (by default a weighted sum of min–max
+normalised scores, lexical 0.7 and dense 0.3, chosen on the lookup set; or reciprocal rank fusion): a passage that holds the question's rare words (an acronym, a
 name, a number) is found even when its embedding ranks it low. Each item's ``score`` stays its cosine to the
 query, whatever ranked it. The ranked candidates are then kept greedily: an item whose cosine to an item
 already kept exceeds the dedup threshold adds nothing new and is skipped; items are packed until K are kept or
@@ -24,7 +24,7 @@ from copilot.types import PackedContext, RetrievedItem, VectorFilter
 
 CANDIDATE_FACTOR = 5
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
-LEXICAL_WEIGHT = 0.5  # the lexical share of a weighted fusion
+LEXICAL_WEIGHT = 0.7  # the lexical share of a weighted fusion (README, "Hybrid retrieval")
 
 RetrievalMode = Literal["dense", "lexical", "hybrid"]
 Fusion = Literal["rrf", "weighted"]
@@ -74,7 +74,7 @@ def retrieve_mixture(
     thought_query_vector: np.ndarray | None = None,
     query_text: str | None = None,
     mode: RetrievalMode = "hybrid",
-    fusion: Fusion = "rrf",
+    fusion: Fusion = "weighted",
     lexical_weight: float = LEXICAL_WEIGHT,
 ) -> list[Candidate]:
     """Up to 5×K candidates from each index (and each of dense and lexical search), with their vectors, best

@@ -146,9 +146,10 @@ def test_fused_order() -> None:
     lexical = [("c", 12.0), ("b", 3.0)]
     # RRF: c = 1/63 + 1/61 (0.032266) just beats b = 2/62 (0.032258); a = 1/61 alone comes last.
     assert fused_order([dense, lexical]) == ["c", "b", "a"]
-    # Weighted (normalised): a = 0.5, b = 0.5·0.875 + 0.5·0 = 0.4375, c = 0 + 0.5.
-    assert fused_order([dense, lexical], fusion="weighted") == ["a", "c", "b"]
-    assert fused_order([dense, lexical], fusion="weighted", weights=(0.2, 0.8))[0] == "c"
+    # Weighted, half each (normalised): a = 0.5, b = 0.5·0.875 + 0.5·0 = 0.4375, c = 0 + 0.5 (after a: a tie).
+    assert fused_order([dense, lexical], fusion="weighted", weights=(0.5, 0.5)) == ["a", "c", "b"]
+    # The default lexical share 0.7: c = 0.7, a = 0.3, b = 0.3·0.875 = 0.2625.
+    assert fused_order([dense, lexical], fusion="weighted") == ["c", "a", "b"]
     assert fused_order([dense, []]) == ["a", "b", "c"] and fused_order([[], []]) == []
 
 
@@ -161,3 +162,14 @@ def test_settings_choose_the_retrieval(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COPILOT_RETRIEVAL_FUSION", "weighted")
     monkeypatch.setenv("COPILOT_RETRIEVAL_LEXICAL_WEIGHT", "0.25")
     assert retrieval_options(Settings()) == {"mode": "lexical", "fusion": "weighted", "lexical_weight": 0.25}
+
+
+def test_the_defaults_of_retrieve_mixture_are_the_settings_defaults() -> None:
+    import inspect
+
+    from copilot.config import Settings
+    from copilot.retrieval import retrieval_options
+
+    parameters = inspect.signature(retrieve_mixture).parameters
+    assert {name: parameters[name].default for name in ("mode", "fusion", "lexical_weight")} == \
+        retrieval_options(Settings())

@@ -75,7 +75,7 @@ def first_hit(items: Sequence[RetrievedItem], gold: str, paper_id: str) -> int |
 
 def score(store: Store, encode: Callable[[str], np.ndarray], questions: Sequence[Question],
           paper_ids: dict[str, str], methods: Sequence[str] = DEFAULT_METHODS, *, user_id: str = USER, k: int = K,
-          dedup_threshold: float = 0.85, fusion: Fusion = "rrf", lexical_weight: float = LEXICAL_WEIGHT
+          dedup_threshold: float = 0.85, fusion: Fusion = "weighted", lexical_weight: float = LEXICAL_WEIGHT
           ) -> list[dict]:
     """Recall@k and MRR of each method over ``questions`` (``paper_ids``: file stem -> stored paper id), as
     ``{"method", "recall_at_8", "mrr"}`` rows in the order of ``methods``. ``hybrid`` fuses by ``fusion``

@@ -1,14 +1,15 @@
 """Retrieval over paper chunks and thoughts together: both indices, dense and lexical, one ranked list.
 
 Dense candidates (5×K from each index, by cosine to the query vector) and lexical ones (5×K from each full-text
-index, by BM25 over the question's words: ``store.text_search``) are found under the same scope. ``dense`` keeps
-the first list, ``lexical`` the second; ``hybrid`` fuses both rankings (by default a weighted sum of min–max
-normalised scores, lexical 0.7 and dense 0.3, chosen on the lookup set; or reciprocal rank fusion): a passage that holds the question's rare words (an acronym, a
-name, a number) is found even when its embedding ranks it low. Each item's ``score`` stays its cosine to the
-query, whatever ranked it. The ranked candidates are then kept greedily: an item whose cosine to an item
-already kept exceeds the dedup threshold adds nothing new and is skipped; items are packed until K are kept or
-the token budget is spent. Chunks are scoped to shared papers and the asking user's own uploads; thoughts to
-the asking user plus, when asked for, the public pool, and only confident, unflagged thoughts are retrieved.
+index, by BM25 over the question's words: ``store.text_search``) are found under the same scope. ``dense`` keeps the
+first list, ``lexical`` the second; ``hybrid`` fuses both rankings (by default a weighted sum of min–max normalised
+scores, lexical 0.7 and dense 0.3, chosen on the lookup set; or reciprocal rank fusion): a passage that holds the
+question's rare words (an acronym, a name, a number) is found even when its embedding ranks it low. Each item's
+``score`` stays its cosine to the query, whatever ranked it. The ranked candidates are then kept greedily: an item
+whose cosine to an item already kept exceeds the dedup threshold adds nothing new and is skipped; items are packed
+until K are kept or the token budget is spent. Chunks are scoped to shared papers and the asking user's own uploads;
+thoughts to the asking user plus, when asked for, the public pool, and only confident, unflagged thoughts are
+retrieved.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
-from copilot.retrieval import pack_context, retrieve_mixture
+from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem, ThoughtJob
@@ -248,7 +248,8 @@ class Answerer:
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids,
-                                      thought_query_vector=self.associative_vector(vector))
+                                      thought_query_vector=self.associative_vector(vector),
+                                      query_text=question, **retrieval_options(s))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
 

@@ -77,6 +77,14 @@ class Settings(BaseSettings):
         None, ge=100, description="Tokens of retrieved context per answer; empty: by backend "
         f"({LOCAL_CONTEXT_BUDGET_TOKENS} for the embedded model, {REMOTE_CONTEXT_BUDGET_TOKENS} for remote ones).")
     top_k: int = Field(8, ge=1, description="Items packed into one answer's context.")
+    retrieval: Literal["dense", "lexical", "hybrid"] = Field(
+        "hybrid", description="How sources are found: 'dense' = embedding similarity; 'lexical' = the full-text "
+        "index (BM25 over the question's words); 'hybrid' = both rankings fused (README, \"Hybrid retrieval\").")
+    retrieval_fusion: Literal["rrf", "weighted"] = Field(
+        "weighted", description="How hybrid retrieval fuses the two rankings: 'rrf' = reciprocal rank fusion (k 60); "
+        "'weighted' = the sum of min-max normalised scores (COPILOT_RETRIEVAL_LEXICAL_WEIGHT).")
+    retrieval_lexical_weight: float = Field(0.7, ge=0.0, le=1.0, description="The lexical ranking's share of a "
+                                            "weighted fusion (the dense ranking has the rest).")
     dedup_threshold: float = Field(0.85, ge=0.0, le=1.0, description="Cosine above which a retrieved item "
                                    "is a near-duplicate of one already kept.")
     merge_threshold: float = Field(0.85, ge=0.0, le=1.0, description="Cosine above which a new thought is "

@@ -33,7 +33,7 @@ class RetrievedItem:
     page_start: int | None = None
     page_end: int | None = None
     n_tokens: int = 0
-    recalled_by: str = "embedding"  # which score recalled it
+    recalled_by: str = "embedding"  # which score recalled it: embedding, association, or words (full text)
 
     @property
     def label(self) -> str:

@@ -17,6 +17,7 @@ from copilot.eval.methods import make_methods
 from copilot.eval.tasks import Doc, Item, Task
 from copilot.eval.tree import build_tree, clusters, parse_choice, walk
 from copilot.llm.base import GenerationOptions, Message
+from copilot.retrieval import fused_order
 from tests.scripted_llm import ScriptedLLM
 
 DOCS = [
@@ -71,17 +72,22 @@ def test_ranked_baselines_find_the_right_passage(tmp_path: Path, embedder) -> No
     b.close()
 
 
-def test_hybrid_is_reciprocal_rank_fusion(tmp_path: Path, embedder) -> None:  # noqa: ANN001
-    b = bench(tmp_path, embedder, Replies(lambda s, u: "ok"))
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_hybrid_fuses_as_the_product_does(tmp_path: Path, embedder, fusion: str) -> None:  # noqa: ANN001
+    b = bench(tmp_path, embedder, Replies(lambda s, u: "ok"), retrieval_fusion=fusion, retrieval_lexical_weight=0.7)
     hybrid = make_methods(b, ["hybrid"])["hybrid"]
     item = Item("q", "corpus of academic papers", "")
     hybrid.prepare([item])
     dense, sparse = hybrid.dense.scores(item), hybrid.bm25.scores(item)
-    fused = hybrid.scores(item)
-    for i in range(len(DOCS)):
-        dense_rank = 1 + int(np.sum(dense > dense[i]))
-        sparse_rank = 1 + int(np.sum(sparse > sparse[i])) + int(np.sum((sparse == sparse[i])[:i]))
-        assert fused[i] == pytest.approx(1 / (60 + dense_rank) + 1 / (60 + sparse_rank))
+    order = list(np.argsort(-hybrid.scores(item), kind="stable"))
+    by_dense = sorted(range(len(DOCS)), key=lambda i: -dense[i])
+    by_words = [i for i in sorted(range(len(DOCS)), key=lambda i: -sparse[i]) if sparse[i] > 0]
+    assert by_words and len(by_words) < len(DOCS)  # some passages hold none of the words
+    # 5×K candidates from each side hold all six passages: the fused order is the product's fusion of both.
+    expected = fused_order([[(i, dense[i]) for i in by_dense], [(i, sparse[i]) for i in by_words]], fusion=fusion,
+                           weights=(0.3, 0.7))
+    assert order == expected
+    assert order[0] == 2  # "S2ORC is a corpus of 81 million English academic papers"
     b.close()
 
 

@@ -95,3 +95,81 @@ def test_pack_skips_near_duplicates_and_respects_k_and_budget(store: Store) -> N
     assert [i.id for i in tight.items] == [ids[0]] and tight.skipped_budget == 1
     counted = pack_context(candidates, count_tokens=lambda text: 5)
     assert counted.tokens == 10
+
+
+# ----- lexical and hybrid retrieval ----------------------------------------------------------------------------
+
+def test_hybrid_finds_the_passage_that_holds_the_questions_rare_word(store: Store) -> None:
+    q = unit(np.eye(DIM)[4])
+    decoys = [add_chunk(store, "p1", near(q, 0.9 - 0.05 * i, 20 + i), f"a passage about models number {i}")
+              for i in range(4)]
+    answer = add_chunk(store, "p2", near(q, 0.1, 30), "XAI stands for Explainable Artificial Intelligence.")
+    question = "What does XAI stand for?"
+
+    def packed(**options) -> list[int]:  # noqa: ANN003
+        candidates = retrieve_mixture(store, q, user_id="ada", k=3, **options)
+        return [i.id for i in pack_context(candidates, k=3).items]
+
+    assert answer not in packed(query_text=question, mode="dense")
+    assert packed(query_text=question, mode="dense") == packed() == packed(mode="hybrid") == decoys[:3]
+    assert packed(query_text=question, mode="lexical") == [answer]  # only it holds a word of the question
+    for fusion in ("rrf", "weighted"):
+        assert answer in packed(query_text=question, mode="hybrid", fusion=fusion)
+    found = retrieve_mixture(store, q, user_id="ada", query_text=question, mode="lexical")
+    assert found[0][0].recalled_by == "words"
+    assert found[0][0].score == pytest.approx(float(near(q, 0.1, 30) @ q), abs=1e-5)  # its cosine, as dense gives
+
+
+def test_lexical_retrieval_keeps_the_scope(store: Store) -> None:
+    q = unit(np.eye(DIM)[5])
+    store.papers.add_many([Paper("pdf-bob", title="Bob's upload", user_id="bob")])
+    shared = add_chunk(store, "p1", near(q, 0.5, 40), "zeolite catalysts shared")
+    add_chunk(store, "pdf-bob", near(q, 0.9, 41), "zeolite catalysts bob")
+    mine = add_thought(store, "ada", near(q, 0.5, 42), "zeolite thought of ada")
+    add_thought(store, "bob", near(q, 0.9, 43), "zeolite thought of bob")
+    public = add_thought(store, "bob", near(q, 0.4, 44), "zeolite public thought", public=1)
+    add_thought(store, "ada", near(q, 0.9, 45), "zeolite flagged", flagged=1)
+    for mode in ("lexical", "hybrid"):
+        got = {(i.kind, i.id) for i, _ in retrieve_mixture(store, q, user_id="ada", query_text="zeolite", mode=mode)}
+        assert got == {("chunk", shared), ("thought", mine)}, mode
+        wider = retrieve_mixture(store, q, user_id="ada", query_text="zeolite", mode=mode, include_public=True)
+        assert {(i.kind, i.id) for i, _ in wider} == {("chunk", shared), ("thought", mine), ("thought", public)}
+        only_chunks = retrieve_mixture(store, q, user_id="ada", query_text="zeolite", mode=mode,
+                                       include_thoughts=False)
+        assert [i.id for i, _ in only_chunks] == [shared]
+
+
+def test_fused_order() -> None:
+    from copilot.retrieval import fused_order
+
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+    lexical = [("c", 12.0), ("b", 3.0)]
+    # RRF: c = 1/63 + 1/61 (0.032266) just beats b = 2/62 (0.032258); a = 1/61 alone comes last.
+    assert fused_order([dense, lexical]) == ["c", "b", "a"]
+    # Weighted, half each (normalised): a = 0.5, b = 0.5·0.875 + 0.5·0 = 0.4375, c = 0 + 0.5 (after a: a tie).
+    assert fused_order([dense, lexical], fusion="weighted", weights=(0.5, 0.5)) == ["a", "c", "b"]
+    # The default lexical share 0.7: c = 0.7, a = 0.3, b = 0.3·0.875 = 0.2625.
+    assert fused_order([dense, lexical], fusion="weighted") == ["c", "a", "b"]
+    assert fused_order([dense, []]) == ["a", "b", "c"] and fused_order([[], []]) == []
+
+
+def test_settings_choose_the_retrieval(monkeypatch: pytest.MonkeyPatch) -> None:
+    from copilot.config import Settings
+    from copilot.retrieval import retrieval_options
+
+    assert retrieval_options(Settings())["mode"] == "hybrid"
+    monkeypatch.setenv("COPILOT_RETRIEVAL", "lexical")
+    monkeypatch.setenv("COPILOT_RETRIEVAL_FUSION", "weighted")
+    monkeypatch.setenv("COPILOT_RETRIEVAL_LEXICAL_WEIGHT", "0.25")
+    assert retrieval_options(Settings()) == {"mode": "lexical", "fusion": "weighted", "lexical_weight": 0.25}
+
+
+def test_the_defaults_of_retrieve_mixture_are_the_settings_defaults() -> None:
+    import inspect
+
+    from copilot.config import Settings
+    from copilot.retrieval import retrieval_options
+
+    parameters = inspect.signature(retrieve_mixture).parameters
+    assert {name: parameters[name].default for name in ("mode", "fusion", "lexical_weight")} == \
+        retrieval_options(Settings())

@@ -1,4 +1,5 @@
-"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``)."""
+"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``,
+``make bench-lookup``)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,29 @@ def latency(users: str, n_questions: int, budget: int | None, answer_tokens: int
                 print(json.dumps(json_row(row)), flush=True)
     if not as_json:
         print(markdown(rows))
+
+
+@bench.command(help="Recall@8 and MRR of dense, lexical and hybrid retrieval on the lookup set (see "
+               "copilot/bench/lookup.py).")
+@click.option("--methods", default="dense,lexical,hybrid", show_default=True,
+              help="Comma-separated, of dense, lexical, hybrid (fused as COPILOT_RETRIEVAL_FUSION says), "
+              "hybrid-rrf, hybrid-weighted.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per method, one per line.")
+def lookup(methods: str, as_json: bool) -> None:
+    from copilot.bench.lookup import METHODS, markdown, run
+
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        raise click.BadParameter(f"choose from {', '.join(METHODS)}", param_hint="--methods")
+    settings = Settings()
+    apply_offline_defaults(settings)
+    rows, about = run(settings, names, log=lambda message: print(message, file=sys.stderr, flush=True))
+    if as_json:
+        for row in rows:
+            print(json.dumps(row), flush=True)
+    else:
+        print(markdown(rows, about))
 
 
 @bench.command(hidden=True, help="The fresh-process half of `scale` (cold start, retrieval, memory).")

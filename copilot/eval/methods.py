@@ -5,8 +5,8 @@ differ only in what they put in the context:
 
 - ``thought-retriever``: the real engine (:class:`copilot.engine.Copilot`): chunks and thoughts together,
   after a warm-up on simulated questions that grows the thought memory;
-- ``dense``, ``bm25``, ``tfidf``, ``hybrid`` (reciprocal rank fusion of dense and BM25): passages ranked by
-  one scorer, packed like the product packs (top K, near-duplicates skipped, the budget);
+- ``dense``, ``bm25``, ``tfidf``, ``hybrid`` (dense and BM25 fused as the product fuses them): passages ranked
+  by one scorer, packed like the product packs (top K, near-duplicates skipped, the budget);
 - ``full-context``: the passages in reading order, cut at the budget;
 - ``raptor``: retrieval over every node of a summary tree (passages and cluster summaries of all levels);
 - ``memwalker``: the LLM walks the same summary tree from the root and reads the passages under its pick;
@@ -27,14 +27,14 @@ from copilot.engine import Copilot
 from copilot.eval.corpus import Bench, Cost, Meter, Retrieval
 from copilot.eval.tasks import Item
 from copilot.eval.tree import SummaryTree, build_tree, walk
-from copilot.retrieval import CANDIDATE_FACTOR, pack_context, retrieve_mixture, thought_scope
+from copilot.retrieval import (CANDIDATE_FACTOR, RRF_K, fused_order, pack_context, retrieval_options,
+                               retrieve_mixture, thought_scope)
 from copilot.tasks.warmup import simulated_questions
 from copilot.types import RetrievedItem
 
 THOUGHT_RETRIEVER = "thought-retriever"
 METHODS = (THOUGHT_RETRIEVER, "dense", "bm25", "tfidf", "hybrid", "full-context", "raptor", "memwalker",
            "no-retrieval")
-RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 
 
 def parse_methods(spec: str) -> list[str]:
@@ -167,7 +167,9 @@ class TfIdf(Ranked):
 
 
 class Hybrid(Ranked):
-    """Reciprocal rank fusion of the dense and BM25 rankings: 1/(60 + rank) summed over both."""
+    """Dense and BM25 fused as the product fuses them (``copilot.retrieval.fused_order`` over the top 5×K of each,
+    by ``COPILOT_RETRIEVAL_FUSION`` and ``COPILOT_RETRIEVAL_LEXICAL_WEIGHT``); the passages below those
+    follow in reciprocal-rank-fusion order of the full rankings."""
 
     name = "hybrid"
 
@@ -176,11 +178,19 @@ class Hybrid(Ranked):
         self.bm25.prepare(items)
 
     def scores(self, item: Item) -> np.ndarray:
-        fused = np.zeros(len(self.bench.texts))
-        for scores in (self.dense.scores(item), self.bm25.scores(item)):
+        b = self.bench
+        dense, lexical = self.dense.scores(item), self.bm25.scores(item)
+        fused = np.zeros(len(b.texts))
+        for scores in (dense, lexical):
             ranks = np.empty(len(scores), dtype=np.int64)
             ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
             fused += 1.0 / (RRF_K + ranks)
+        scope, n = b.scope_indices(item.scope), CANDIDATE_FACTOR * b.settings.top_k
+        matched = [(i, score) for i, score in top(lexical, scope, n) if score > 0]  # as a full-text index finds
+        weight = b.settings.retrieval_lexical_weight
+        order = fused_order([top(dense, scope, n), matched], fusion=b.settings.retrieval_fusion,
+                            weights=(1.0 - weight, weight))
+        fused[order] = 1.0 + np.arange(len(order), 0, -1)  # the fused candidates first, in their order
         return fused
 
 
@@ -356,7 +366,8 @@ class ThoughtRetriever(Method):
             return Retrieval(context, [])
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),
                                       min_confidence=c.settings.min_confidence, paper_ids=item.scope,
-                                      thought_query_vector=c.associative_vector(vector))
+                                      thought_query_vector=c.associative_vector(vector), query_text=item.query,
+                                      **retrieval_options(c.settings))
         ranking: list[str] = []
         for entry, _ in candidates:
             ranking += [entry.paper_id or ""] if entry.kind == "chunk" else self.thought_groups(entry.id)

@@ -38,14 +38,15 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from copilot.storage.migrations import VECTOR_TABLES
+from copilot.storage.migrations import FULL_TEXT, VECTOR_TABLES
 from copilot.storage.postgres import PostgresStore, _reason
 from copilot.storage.rows import from_blob, marks
 from copilot.storage.store import VECTOR_META, Store, StoreError, _meta
 from copilot.types import VectorFilter
 
 # Tables of records with their primary keys, parents before the rows that point at them. Left out:
-# ``_migrations`` (each backend keeps its own) and ``vector_generations`` (the embedded index's bookkeeping).
+# ``_migrations`` (each backend keeps its own), ``vector_generations`` (the embedded index's bookkeeping) and the
+# full-text indices' tables (FTS5's; PostgreSQL indexes the copied rows itself).
 TABLES: dict[str, tuple[str, ...]] = {
     "users": ("id",),
     "papers": ("id",),
@@ -61,7 +62,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "eval_runs": ("id",),
     "usage_events": ("id",),
 }
-NOT_COPIED = ("_migrations", "vector_generations")
+NOT_COPIED = ("_migrations", "vector_generations",
+              *(f"{table}_fts{part}" for table in FULL_TEXT for part in ("", "_data", "_idx", "_docsize", "_config")))
 
 BATCH = 1000
 SAMPLES = 20

@@ -16,6 +16,8 @@ MIGRATIONS: list[Migration] = []
 
 # Tables whose rows carry an ``embedding`` blob mirrored by a FAISS index.
 VECTOR_TABLES = ("chunks", "thoughts", "memories")
+# Tables with a full-text index (``<table>_fts``), each over these columns.
+FULL_TEXT = {"chunks": ("text", "section"), "thoughts": ("text",)}
 
 
 def migration(fn: Migration) -> Migration:
@@ -211,3 +213,25 @@ def m006_thought_jobs(db: Database) -> None:
         if column not in queries.columns_dict:
             queries.add_column(column, kind)
     db.execute("CREATE INDEX IF NOT EXISTS queries_thought_pending ON queries (id) WHERE thought_outcome = 'pending'")
+
+
+@migration
+def m007_full_text(db: Database) -> None:
+    """A full-text index (FTS5, BM25 ranking) of chunks (text and section) and thoughts (text), for lexical
+    retrieval beside the vectors. The indices hold no copy of the text (external content); triggers keep them in
+    step with every insert, update and delete, in the writing transaction. Existing rows are indexed now."""
+    for table, columns in FULL_TEXT.items():
+        fts = f"{table}_fts"
+        names = ", ".join(columns)
+        new = ", ".join(f"new.{c}" for c in columns)
+        old = ", ".join(f"old.{c}" for c in columns)
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5({names}, content='{table}', "
+                   "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')")
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {fts}_insert AFTER INSERT ON {table} BEGIN "
+                   f"INSERT INTO {fts} (rowid, {names}) VALUES (new.id, {new}); END")
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {fts}_delete AFTER DELETE ON {table} BEGIN "
+                   f"INSERT INTO {fts} ({fts}, rowid, {names}) VALUES ('delete', old.id, {old}); END")
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {fts}_update AFTER UPDATE OF {names} ON {table} BEGIN "
+                   f"INSERT INTO {fts} ({fts}, rowid, {names}) VALUES ('delete', old.id, {old}); "
+                   f"INSERT INTO {fts} (rowid, {names}) VALUES (new.id, {new}); END")
+        db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")

@@ -151,3 +151,18 @@ def m006_thought_jobs(conn: Connection) -> None:
             ADD COLUMN thought_claimed_at DOUBLE PRECISION;
         CREATE INDEX queries_thought_pending ON queries (id) WHERE thought_outcome = 'pending'
     """)
+
+
+@migration
+def m007_full_text(conn: Connection) -> None:
+    """A full-text index of chunks (text and section) and thoughts (text), for lexical retrieval beside the
+    vectors: a generated ``tsvector`` column (English stemming and stop words) with a GIN index. The column is
+    computed by the server on every insert and update, and for the rows already there now."""
+    _run(conn, """
+        ALTER TABLE chunks ADD COLUMN text_search tsvector GENERATED ALWAYS AS
+            (to_tsvector('english', COALESCE(text, '') || ' ' || COALESCE(section, ''))) STORED;
+        CREATE INDEX chunks_text_search ON chunks USING GIN (text_search);
+        ALTER TABLE thoughts ADD COLUMN text_search tsvector GENERATED ALWAYS AS
+            (to_tsvector('english', COALESCE(text, ''))) STORED;
+        CREATE INDEX thoughts_text_search ON thoughts USING GIN (text_search)
+    """)

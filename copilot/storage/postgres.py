@@ -37,6 +37,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from copilot.config import Settings
+from copilot.storage.fulltext import query_terms, tsquery_text
 from copilot.storage.migrations import VECTOR_TABLES
 from copilot.storage.pg_migrations import migrate, schema_version
 from copilot.storage.rows import POSTGRESQL
@@ -46,6 +47,7 @@ from copilot.storage.store import (
     Store,
     StoreError,
     _check_kind,
+    _check_text_kind,
     attach_repositories,
     checked_batch,
     filter_sql,
@@ -66,6 +68,15 @@ _SEARCHED = {
                 "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
     "memories": "SELECT id, embedding, user_id AS owner, NULL AS paper, 0 AS public, CAST(NULL AS REAL) AS confidence, "
                 "0 AS flagged FROM memories WHERE embedding IS NOT NULL",
+}
+
+# The rows of each full-text table as a text search reads them: the filterable metadata plus the ``tsvector``.
+_TEXT_SEARCHED = {
+    "chunks": "SELECT c.id, c.text_search, p.user_id AS owner, c.paper_id AS paper, 0 AS public, "
+              "CAST(NULL AS REAL) AS confidence, 0 AS flagged FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id "
+              "WHERE c.embedding IS NOT NULL",
+    "thoughts": "SELECT id, text_search, user_id AS owner, NULL AS paper, COALESCE(public, 0) AS public, confidence, "
+                "COALESCE(flagged, 0) AS flagged FROM thoughts WHERE embedding IS NOT NULL",
 }
 
 
@@ -474,6 +485,23 @@ class PostgresStore:
         with conn.transaction():  # a wider candidate list for this statement only
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, _EF_SEARCH_MAX))])
             return conn.execute(sql, [query, *params, k], binary=True).fetchall()
+
+    def text_search(self, kind: str, query_text: str | None, k: int, where: VectorFilter | None = None
+                    ) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``kind`` (chunks or thoughts) that best match the words of ``query_text`` within
+        ``where``, as (id, ``ts_rank_cd`` score: higher is better), best first; any text is safe to pass (see
+        :meth:`Store.text_search`). The match goes through the GIN index of the ``text_search`` column."""
+        _check_text_kind(kind)
+        terms = query_terms(query_text)
+        if not terms or k <= 0:
+            return []
+        condition, params = filter_sql(where or VectorFilter())
+        sql = (f"SELECT id, ts_rank_cd(text_search, to_tsquery('english', %s)) AS rank FROM ({_TEXT_SEARCHED[kind]}) "
+               f"AS m WHERE text_search @@ to_tsquery('english', %s) AND {to_psycopg(condition)} "
+               "ORDER BY rank DESC, id LIMIT %s")
+        query = tsquery_text(terms)
+        rows = self.run(lambda conn: conn.execute(sql, [query, query, *params, int(k)]).fetchall())
+        return [(int(i), float(rank)) for i, rank in rows]
 
     def count(self, kind: str, where: VectorFilter | None = None) -> int:
         """How many rows of ``kind`` with a vector lie within ``where``."""

@@ -36,8 +36,9 @@ from copilot.errors import ComponentError
 from copilot.storage.chunks import ChunkRepository
 from copilot.storage.eval_runs import EvalRunRepository
 from copilot.storage.follows import FollowRepository, RefreshRepository
+from copilot.storage.fulltext import fts5_query, query_terms
 from copilot.storage.memories import MemoryRepository
-from copilot.storage.migrations import VECTOR_TABLES, migrate, schema_version
+from copilot.storage.migrations import FULL_TEXT, VECTOR_TABLES, migrate, schema_version
 from copilot.storage.papers import PaperRepository
 from copilot.storage.profiles import ProfileRepository
 from copilot.storage.queries import QueryRepository
@@ -475,6 +476,23 @@ class Store:
                 return []
             return index.search(query, k, where)
 
+    def text_search(self, kind: str, query_text: str | None, k: int, where: VectorFilter | None = None
+                    ) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``kind`` (chunks or thoughts) that best match the words of ``query_text`` within
+        ``where``, as (id, BM25 score: higher is better), best first. Any text is safe to pass: it is read as
+        words (:func:`~copilot.storage.fulltext.query_terms`), any of which may match; none leaves nothing."""
+        _check_text_kind(kind)
+        terms = query_terms(query_text)
+        if not terms or k <= 0:
+            return []
+        condition, params = filter_sql(where or VectorFilter())
+        fts = f"{kind}_fts"
+        rows = self.conn.execute(
+            f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN ({VECTOR_META[kind]}) AS m ON m.id = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND {condition} ORDER BY rank, m.id LIMIT ?",
+            [fts5_query(terms), *params, int(k)]).fetchall()
+        return [(int(i), -float(rank)) for i, rank in rows]
+
     def index_bytes(self, kind: str) -> int:
         """What ``kind``'s index holds in memory (vectors, graph, metadata); 0 while it is empty."""
         index = self.index(kind)
@@ -487,7 +505,8 @@ class Store:
                                      params).fetchone()[0])
 
     def reindex(self, kinds: Sequence[str] = VECTOR_TABLES) -> dict[str, int]:
-        """Throw away every index file of ``kinds`` and rebuild them from SQLite; returns vectors per kind."""
+        """Throw away every index file of ``kinds`` and rebuild them from SQLite, and their full-text indices;
+        returns vectors per kind."""
         counts = {}
         with self._lock:
             for kind in kinds:
@@ -497,6 +516,9 @@ class Store:
                 self._indices.pop(kind, None)
                 index = self._load_or_rebuild(kind)
                 counts[kind] = len(index) if index is not None else 0
+                if kind in FULL_TEXT:  # the full-text index too, from the same rows
+                    with self.transaction() as conn:
+                        conn.execute(f"INSERT INTO {kind}_fts ({kind}_fts) VALUES ('rebuild')")
         return counts
 
     def check_consistency(self) -> dict[str, bool]:
@@ -598,6 +620,11 @@ def _disk_size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _check_text_kind(kind: str) -> None:
+    if kind not in FULL_TEXT:
+        raise StoreError(f"'{kind}' has no full-text index (one of {', '.join(FULL_TEXT)})")
 
 
 def _check_kind(kind: str) -> None:

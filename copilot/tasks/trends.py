@@ -20,6 +20,7 @@ import numpy as np
 
 from copilot import prompts
 from copilot.storage import Store
+from copilot.storage.fulltext import STOP_WORDS
 from copilot.tasks.profile import persona_for_prompt
 from copilot.tasks.writing.citations import CITATION_MARKER, citation_from_paper, citation_numbers, cite_mentions
 from copilot.tasks.writing.generation import generate
@@ -37,16 +38,6 @@ PHRASE_RATIO = 0.5  # a phrase replaces a chosen word it contains when it scores
 MIN_IDEA_WORDS = 6
 MAX_IDEAS = 5
 
-STOP_WORDS = frozenset("""
-a about above across after again against all almost along also although always am among an and another any are
-around as at be because been before being below between both but by can cannot could did do does doing done down
-due during each either else enough etc even ever every few for from further had has have having he her here hers
-him his how however i if in into is it its itself just least less like many may me might more most much must my
-near neither no nor not now of off often on once one only onto or other others our ours out over own per perhaps
-rather same several she should since so some such than that the their theirs them then there therefore these they
-this those though through thus to too toward towards under until up upon us very via was we well were what when
-where whether which while who whom whose why will with within without would yet you your
-""".split())
 # Words every paper uses about itself: they say nothing about what is trending.
 GENERIC_WORDS = frozenset("""
 paper papers propose proposed proposes present presents presented introduce introduces introduced approach

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -24,7 +23,7 @@ from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from copilot.embeddings import Embedder
-from copilot.types import Grounding, RetrievedItem, SentenceSupport
+from copilot.types import Grounding, GroundingEvidence, RetrievedItem, SentenceSupport
 
 # The support curve P(supported | cosine, term coverage), fitted on ScholarQA-Multi expert answers against their
 # own snippets and against another question's (``python -m copilot.tools.calibration grounding`` prints them).
@@ -43,16 +42,6 @@ _CITATION = re.compile(r"\s*\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 _LEADING_CITATIONS = re.compile(r"^(?:\s*\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\])+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _TERM = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_][\w]*(?:[-'][^\W_]+)*")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The two pieces of evidence for each (answer sentence, source) pair, and each pair's closest source
-    sentence."""
-
-    cosine: np.ndarray  # (sentences, sources): cosine to the source's closest sentence
-    coverage: np.ndarray  # (sentences, sources): IDF-weighted share of the sentence's terms the source contains
-    quotes: list[list[str]]  # quotes[i][j]: source j's sentence closest to sentence i
 
 
 @lru_cache(maxsize=1)
@@ -132,14 +121,14 @@ def source_sentences(sources: Sequence[str], cap: int = MAX_SOURCE_SENTENCES) ->
 
 
 def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedder,
-             cap: int = MAX_SOURCE_SENTENCES) -> Evidence:
+             cap: int = MAX_SOURCE_SENTENCES) -> GroundingEvidence:
     """The evidence for every answer sentence (citation markers already stripped) against every source."""
     n, m = len(sentences), len(sources)
     cosine, coverage = np.zeros((n, m), dtype=np.float32), np.zeros((n, m), dtype=np.float32)
     quotes = [[""] * m for _ in range(n)]
     pieces = source_sentences(sources, cap)
     if not n or not pieces:
-        return Evidence(cosine, coverage, quotes)
+        return GroundingEvidence(cosine, coverage, quotes)
     vectors = embedder.encode_documents([*sentences, *(s for _, s in pieces)])
     similarity = vectors[:n] @ vectors[n:].T  # (sentences, source sentences)
     owner = np.array([j for j, _ in pieces])
@@ -171,7 +160,7 @@ def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedde
         whole = sum(weight.values())
         for j in range(m):
             coverage[i, j] = sum(w for t, w in weight.items() if t in source_terms[j]) / whole
-    return Evidence(cosine, coverage, quotes)
+    return GroundingEvidence(cosine, coverage, quotes)
 
 
 def support_score(cosine: float | np.ndarray, coverage: float | np.ndarray, *,
@@ -218,9 +207,9 @@ def markdown(answer: str, grounding: Grounding) -> str:
         return ("**The sources do not support this answer.** Read it as unchecked.\n\n" + body
                 + ("\n\n**Closest passages**\n" + listing if listing else ""))
     note = (f"\n\n⚠️ {sum(weak)} of {len(weak)} sentences are not supported by the sources." if any(weak) else "")
-    listing = "\n".join(f"{k}. {'⚠️ ' if unsupported else ''}[{s.source_n}] {_quote(s.quote)} (support {s.support:.2f})"
-                        for k, (s, unsupported) in enumerate(zip(grounding.sentences, weak, strict=True), start=1)
-                        if s.quote)
+    numbered = enumerate(zip(grounding.sentences, weak, strict=True), start=1)
+    listing = "\n".join(f"{k}. {'⚠️ ' if unsupported else ''}[{s.source_n}] {_quote(s.quote)} "
+                        f"(support {s.support:.2f})" for k, (s, unsupported) in numbered if s.quote)
     return body + note + ("\n\n**Supporting quotes**\n" + listing if listing else "")
 
 

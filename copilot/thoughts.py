@@ -190,9 +190,9 @@ class ThoughtMemory:
         """Distil, filter, merge or store the thought of one answered question.
 
         ``grounding`` is the answer's grounding check when the caller has made it already (else it is made here,
-        when ``COPILOT_THOUGHT_NEEDS_GROUNDING`` asks for it). ``finish`` completes the answer's job with the outcome, inside the transaction that stores the thought (or
-        records a drop); when it returns False (the job was completed elsewhere) the transaction is rolled back
-        and :class:`ThoughtTaken` raised.
+        when ``COPILOT_THOUGHT_NEEDS_GROUNDING`` asks for it). ``finish`` completes the answer's job with the
+        outcome, inside the transaction that stores the thought (or records a drop); when it returns False (the
+        job was completed elsewhere) the transaction is rolled back and :class:`ThoughtTaken` raised.
         """
         outcome, plan = self._decide(user_id, question, answer, items, public, grounding)
         if plan is None and finish is None:

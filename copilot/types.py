@@ -83,6 +83,16 @@ class SentenceSupport:
 
 
 @dataclass(frozen=True)
+class GroundingEvidence:
+    """The two pieces of evidence for each (answer sentence, source) pair that a support score is made of, and
+    each pair's closest source sentence."""
+
+    cosine: np.ndarray  # (sentences, sources): cosine to the source's closest sentence
+    coverage: np.ndarray  # (sentences, sources): IDF-weighted share of the sentence's terms the source contains
+    quotes: list[list[str]]  # quotes[i][j]: source j's sentence closest to sentence i
+
+
+@dataclass(frozen=True)
 class Grounding:
     """The grounding check of one answer: each sentence's support, and whether every sentence reaches the
     threshold (an answer with no sentence is not grounded: nothing in it was checked)."""

@@ -32,10 +32,11 @@ from sklearn.metrics import roc_auc_score
 
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 from copilot.embeddings import Embedder, get_embedder
-from copilot.grounding import Evidence, evidence, split_sentences, strip_citations, support_score
+from copilot.grounding import evidence, split_sentences, strip_citations, support_score
 from copilot.llm import get_llm
 from copilot.llm.base import ChatModel
 from copilot.thoughts import combined_confidence, distill, relevance_probability
+from copilot.types import GroundingEvidence
 
 DEFAULT_DATA = SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json"
 ANSWER_WORDS = 60
@@ -285,21 +286,23 @@ def opening_length(sentences: list[str], words: int = ANSWER_WORDS) -> int:
     return len(sentences)
 
 
-def sentence_features(found: list[Evidence]) -> np.ndarray:
+def sentence_features(found: list[GroundingEvidence]) -> np.ndarray:
     """(cosine, coverage) of each sentence against its best source by each, stacked over the pairs."""
     rows = [np.stack([e.cosine.max(axis=1), e.coverage.max(axis=1)], axis=1) for e in found if e.cosine.size]
     return np.concatenate(rows) if rows else np.zeros((0, 2))
 
 
-def fit_support(found: list[Evidence], labels: list[int]) -> tuple[float, float, float]:
+def fit_support(found: list[GroundingEvidence], labels: list[int]) -> tuple[float, float, float]:
     """(cosine weight, coverage weight, bias) of the logistic curve P(label 1 | cosine, coverage) over sentences."""
     x = sentence_features(found)
     y = np.concatenate([[label] * e.cosine.shape[0] for e, label in zip(found, labels, strict=True)])
     model = LogisticRegression(C=1e4).fit(x, y)
-    return (round(float(model.coef_[0][0]), 2), round(float(model.coef_[0][1]), 2), round(float(model.intercept_[0]), 2))
+    cosine, coverage = model.coef_[0]
+    return round(float(cosine), 2), round(float(coverage), 2), round(float(model.intercept_[0]), 2)
 
 
-def cross_validated_support(pairs: list[GroundingPair], found: list[Evidence], seed: int = 0) -> list[np.ndarray]:
+def cross_validated_support(pairs: list[GroundingPair], found: list[GroundingEvidence], seed: int = 0
+                            ) -> list[np.ndarray]:
     """Each sentence's support (its best source, as the product scores it) from a curve fitted on the other half
     of the questions (2 folds; a question's two pairs stay in one fold)."""
     questions = sorted({p.item for p in pairs})
@@ -332,7 +335,7 @@ def threshold_report(labels: list[int], supports: list[np.ndarray], threshold: f
                            share(half, y == 1), share(half, y == 0))
 
 
-def grounding_report(pairs: list[GroundingPair], found: list[Evidence], words: int = ANSWER_WORDS,
+def grounding_report(pairs: list[GroundingPair], found: list[GroundingEvidence], words: int = ANSWER_WORDS,
                      timings_ms: list[float] | None = None) -> GroundingReport:
     """The calibration of the grounding check from every pair's evidence (see the module's docstring)."""
     labels = [p.label for p in pairs]
@@ -341,7 +344,7 @@ def grounding_report(pairs: list[GroundingPair], found: list[Evidence], words: i
     sentence_y = [label for label, s in zip(labels, openings, strict=True) for _ in s]
     sentence_s = np.concatenate(openings).tolist()
     cut = [opening_length(p.sentences, words) for p in pairs]
-    features = [sentence_features([Evidence(e.cosine[:c], e.coverage[:c], e.quotes[:c])]) for e, c in
+    features = [sentence_features([GroundingEvidence(e.cosine[:c], e.coverage[:c], e.quotes[:c])]) for e, c in
                 zip(found, cut, strict=True)]
     cosines = np.concatenate([f[:, 0] for f in features]).tolist()
     coverages = np.concatenate([f[:, 1] for f in features]).tolist()
@@ -365,7 +368,8 @@ def grounding_report(pairs: list[GroundingPair], found: list[Evidence], words: i
         grounding_ms_median=round(float(np.median(timings_ms)), 1) if timings_ms else 0.0)
 
 
-def grounding_evidence(embedder: Embedder, pairs: list[GroundingPair]) -> tuple[list[Evidence], list[float]]:
+def grounding_evidence(embedder: Embedder, pairs: list[GroundingPair]
+                       ) -> tuple[list[GroundingEvidence], list[float]]:
     """Every pair's evidence, and the time each took (milliseconds): the sentences and snippets embedded once."""
     found, timings = [], []
     for pair in pairs:

@@ -25,6 +25,10 @@ LOCAL_MAX_ANSWER_TOKENS = 200
 REMOTE_CONTEXT_BUDGET_TOKENS = 2000
 REMOTE_MAX_ANSWER_TOKENS = 256
 
+# An answer sentence is supported when its support score (copilot.grounding) reaches this; calibrated on
+# ScholarQA-Multi expert answers by ``python -m copilot.tools.calibration grounding`` (README, "Grounding").
+GROUNDING_THRESHOLD = 0.232
+
 # Real papers and benchmark data live beside the repository (``../shared/data``), never inside it.
 SHARED_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -100,6 +104,11 @@ class Settings(BaseSettings):
                                    "its claim for this many seconds (its replica died) is taken over by another.")
     thought_poll_s: float = Field(15.0, gt=0.0, description="How often the web app looks in the database for thought "
                                   "jobs that no live worker holds (left by a replica that died).")
+    grounding_threshold: float = Field(GROUNDING_THRESHOLD, ge=0.0, le=1.0, description="Support score an answer "
+                                       "sentence needs to count as supported by its sources; an answer is grounded "
+                                       "when every sentence reaches it.")
+    thought_needs_grounding: bool = Field(True, description="Write a thought only from a grounded answer; an "
+                                          "ungrounded one is dropped before the thought's LLM call.")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "
                                  "arXiv categories; 0 = off.")
 

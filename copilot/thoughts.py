@@ -1,7 +1,9 @@
 """Thought memory: past answers distilled into thoughts, filtered, merged and stored with provenance.
 
-After an answer, ONE LLM call restates (question, answer) as a self-contained thought and gives a verdict on
-whether the answer really answers. Meaningless thoughts are dropped (invalid, low confidence, too short, a
+An answer whose sentences its sources do not all support (the grounding check of :mod:`copilot.grounding`) is
+dropped first, before any LLM call: a thought made of it would be recalled later as a finding. After a grounded
+answer, ONE LLM call restates (question, answer) as a self-contained thought and gives a verdict on whether the
+answer really answers. Meaningless thoughts are dropped (invalid, low confidence, too short, a
 refusal, or a near copy of one source chunk); a thought close to a stored one is merged into it (support +1,
 confidence max, provenance union, the better text kept) instead of being stored twice. A stored thought
 records which chunks and thoughts it came from and its abstraction depth: 1 + the deepest of its sources.
@@ -16,18 +18,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from copilot import grounding as grounding_check
 from copilot import prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.llm import ChatModel, ChoiceProbe, LLMError, extract_json_object
 from copilot.llm.json_reply import NoJSONObject
 from copilot.storage import Store
-from copilot.types import RetrievedItem, Thought, ThoughtSource, VectorFilter
+from copilot.types import Grounding, RetrievedItem, Thought, ThoughtSource, VectorFilter
 
 MIN_THOUGHT_WORDS = 6
 THOUGHT_MAX_TOKENS = 120
@@ -153,6 +156,16 @@ def combined_confidence(model: float, relevance: float, relevance_weight: float)
     return _clamp((1.0 - relevance_weight) * model + relevance_weight * relevance)
 
 
+def ungrounded_reason(grounding: Grounding) -> str:
+    """Why an ungrounded answer makes no thought: how many sentences fall short, and the least supported one."""
+    if not grounding.sentences:
+        return "ungrounded: the answer has no sentence its sources could support"
+    weakest = min(grounding.sentences, key=lambda s: s.support)
+    text = " ".join(weakest.sentence.split())
+    return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences below support "
+            f"{grounding.threshold:.2f} (weakest {weakest.support:.2f}: {text[:120]})")
+
+
 def cited_items(answer: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
     """The sources an answer cites as [n]; all of them when it cites none (small models often do not)."""
     numbers = {int(n) for n in _CITATION.findall(answer)}
@@ -172,14 +185,16 @@ class ThoughtMemory:
     # ----- writing -----------------------------------------------------------------------------------
 
     def write(self, *, user_id: str, question: str, answer: str, items: list[RetrievedItem],
-              public: bool = False, finish: Callable[[ThoughtOutcome], bool] | None = None) -> ThoughtOutcome:
+              public: bool = False, finish: Callable[[ThoughtOutcome], bool] | None = None,
+              grounding: Grounding | None = None) -> ThoughtOutcome:
         """Distil, filter, merge or store the thought of one answered question.
 
-        ``finish`` completes the answer's job with the outcome, inside the transaction that stores the thought (or
-        records a drop); when it returns False (the job was completed elsewhere) the transaction is rolled back
-        and :class:`ThoughtTaken` raised.
+        ``grounding`` is the answer's grounding check when the caller has made it already (else it is made here,
+        when ``COPILOT_THOUGHT_NEEDS_GROUNDING`` asks for it). ``finish`` completes the answer's job with the
+        outcome, inside the transaction that stores the thought (or records a drop); when it returns False (the
+        job was completed elsewhere) the transaction is rolled back and :class:`ThoughtTaken` raised.
         """
-        outcome, plan = self._decide(user_id, question, answer, items, public)
+        outcome, plan = self._decide(user_id, question, answer, items, public, grounding)
         if plan is None and finish is None:
             return outcome
         with self.store.transaction():
@@ -190,10 +205,10 @@ class ThoughtMemory:
                 raise ThoughtTaken("the thought of this answer was written by another worker")
         return outcome
 
-    def _decide(self, user_id: str, question: str, answer: str, items: list[RetrievedItem], public: bool
-                ) -> tuple[ThoughtOutcome, tuple | None]:
-        """Everything before the store: the LLM call and the filters. (a drop, None), or (the outcome's
-        annotations, what to store)."""
+    def _decide(self, user_id: str, question: str, answer: str, items: list[RetrievedItem], public: bool,
+                grounding: Grounding | None = None) -> tuple[ThoughtOutcome, tuple | None]:
+        """Everything before the store: the grounding gate, the LLM call and the filters. (a drop, None), or (the
+        outcome's annotations, what to store)."""
         if _REFUSAL.search(answer) or not answer.strip():
             return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell"), None
         if not items:
@@ -201,6 +216,10 @@ class ThoughtMemory:
             # thought made of it would be remembered and cited later as if it had sources.
             return (ThoughtOutcome("dropped", "ungrounded: nothing was retrieved, so the answer rests on no source"),
                     None)
+        if self.settings.thought_needs_grounding:
+            grounding = grounding or self.ground(answer, items)
+            if not grounding.grounded:
+                return ThoughtOutcome("dropped", ungrounded_reason(grounding)), None
         try:
             distilled = distill(self.llm, question, answer)
         except LLMError as exc:
@@ -220,6 +239,22 @@ class ThoughtMemory:
         outcome.relevance = None if relevance is None else round(relevance, 3)
         outcome.llm_calls = 1
         return outcome, plan
+
+    def ground(self, answer: str, items: list[RetrievedItem]) -> Grounding:
+        """The grounding check of ``answer`` against ``items``; items known only by id (a thought job read back
+        from the database) are read from the store first."""
+        return grounding_check.check(answer, self._with_texts(items), self.embedder,
+                                     self.settings.grounding_threshold)
+
+    def _with_texts(self, items: list[RetrievedItem]) -> list[RetrievedItem]:
+        """``items`` with the text of each one that came without it (a source deleted since keeps none)."""
+        missing = [i for i in items if not i.text]
+        if not missing:
+            return items
+        chunks = {c.id: c.text for c in self.store.chunks.get_many([i.id for i in missing if i.kind == "chunk"])}
+        thoughts = {t.id: t.text for t in self.store.thoughts.get_many([i.id for i in missing if i.kind == "thought"])}
+        texts = {"chunk": chunks, "thought": thoughts}
+        return [i if i.text else replace(i, text=texts[i.kind].get(i.id) or "") for i in items]
 
     def _filter(self, distilled: Distilled, answer: str, items: list[RetrievedItem],
                 question_vector: np.ndarray | None = None) -> tuple[ThoughtOutcome, tuple | None]:

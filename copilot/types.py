@@ -65,6 +65,53 @@ class AnswerSources:
 
 
 @dataclass(frozen=True)
+class SentenceSupport:
+    """How well one answer sentence is supported by the answer's sources (see :mod:`copilot.grounding`).
+
+    ``start`` and ``end`` locate the sentence in the answer text, so a view can mark it where it stands.
+    """
+
+    sentence: str  # as the answer wrote it, citation markers included
+    support: float  # 0..1, against the best-supporting source
+    source_n: int | None  # that source's number in the answer's source list ([1] is 1); None without sources
+    quote: str  # that source's sentence closest to this one
+    start: int = 0
+    end: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sentence": self.sentence, "support": self.support, "source_n": self.source_n, "quote": self.quote}
+
+
+@dataclass(frozen=True)
+class GroundingEvidence:
+    """The two pieces of evidence for each (answer sentence, source) pair that a support score is made of, and
+    each pair's closest source sentence."""
+
+    cosine: np.ndarray  # (sentences, sources): cosine to the source's closest sentence
+    coverage: np.ndarray  # (sentences, sources): IDF-weighted share of the sentence's terms the source contains
+    quotes: list[list[str]]  # quotes[i][j]: source j's sentence closest to sentence i
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The grounding check of one answer: each sentence's support, and whether every sentence reaches the
+    threshold (an answer with no sentence is not grounded: nothing in it was checked)."""
+
+    sentences: list[SentenceSupport]
+    grounded: bool
+    threshold: float
+
+    @property
+    def unsupported(self) -> list[SentenceSupport]:
+        """The sentences below the threshold, in answer order."""
+        return [s for s in self.sentences if s.support < self.threshold]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``ask --json`` adds to an answer: the ``grounding`` list and the ``grounded`` verdict."""
+        return {"grounding": [s.as_dict() for s in self.sentences], "grounded": self.grounded}
+
+
+@dataclass(frozen=True)
 class QueuePosition:
     """Where a waiting LLM call stands: calls served before it (running ones not included), calls running
     now, and an estimate of the wait in seconds from the running average of call durations."""

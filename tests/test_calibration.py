@@ -49,3 +49,59 @@ def test_fit_and_cross_validation_separate_by_cosine() -> None:
     pairs = [Pair("q", "a", int(y)) for y in labels]
     result = report(pairs, [0.5] * 40, cosines, 0.5, 0.5)
     assert result.model.auc == 0.5 and result.relevance.auc == 1.0 and result.combined.auc == 1.0
+
+
+# ----- the grounding calibration --------------------------------------------------------------------------
+
+
+def test_grounding_pairs_set_each_answer_against_another_question_of_its_subject() -> None:
+    import json
+
+    from copilot.tools.calibration import DEFAULT_DATA, make_grounding_pairs
+
+    subject = {item["id"]: item["subject"] for item in json.loads(DEFAULT_DATA.read_text())}
+    pairs = make_grounding_pairs(n=20, seed=1)
+    own, other = pairs[:20], pairs[20:]
+    assert [p.label for p in own] == [1] * 20 and [p.label for p in other] == [0] * 20
+    assert [p.item for p in own] == [p.item for p in other]
+    assert all(a.sources != b.sources and a.sentences == b.sentences for a, b in zip(own, other, strict=True))
+    by_sources = {tuple(p.sources): p.item for p in own}
+    mates = [by_sources.get(tuple(p.sources)) for p in other]
+    # Every negative's snippets are another sampled question's, of the same subject unless the subject is alone.
+    alone = {s for s in subject.values() if [subject[p.item] for p in own].count(s) == 1}
+    assert all(m is not None and m != p.item for m, p in zip(mates, other, strict=True))
+    assert all(subject[m] == subject[p.item] for m, p in zip(mates, other, strict=True) if subject[p.item] not in alone)
+    assert all("[" not in s for p in own for s in p.sentences), "citation markers are stripped"
+
+
+def test_opening_and_threshold_report_by_hand() -> None:
+    from copilot.tools.calibration import opening_length, threshold_report
+
+    assert opening_length(["one two three", "four five", "six"], words=4) == 2
+    assert opening_length(["one two"], words=10) == 1
+    supports = [np.array([0.9, 0.6]), np.array([0.9, 0.2]), np.array([0.1, 0.7]), np.array([0.05, 0.1])]
+    result = threshold_report([1, 1, 0, 0], supports, 0.5)
+    assert result.sentences_kept_positive == 0.75 and result.sentences_kept_negative == 0.25
+    assert result.answers_kept_positive == 0.5 and result.answers_kept_negative == 0.0
+    assert result.half_kept_positive == 1.0 and result.half_kept_negative == 0.5
+
+
+def test_grounding_report_separates_supported_from_unsupported_evidence() -> None:
+    from copilot.types import GroundingEvidence
+    from copilot.tools.calibration import GroundingPair, grounding_report
+
+    rng = np.random.default_rng(0)
+    pairs, found = [], []
+    for label in (1, 0):
+        for q in range(20):
+            n = 3
+            cosine = rng.uniform(0.55, 0.9, (n, 2)) if label else rng.uniform(0.1, 0.45, (n, 2))
+            coverage = rng.uniform(0.3, 0.9, (n, 2)) if label else rng.uniform(0.0, 0.3, (n, 2))
+            pairs.append(GroundingPair(f"q{q}", ["ten words in this sentence make it long enough here ok"] * n,
+                                       ["s", "t"], label))
+            found.append(GroundingEvidence(cosine.astype(np.float32), coverage.astype(np.float32), [["", ""]] * n))
+    result = grounding_report(pairs, found, words=10)
+    assert result.n_questions == 20 and result.sentences_per_answer == 1.0  # a 10-word opening: one sentence
+    assert result.auc_sentence == 1.0 and result.auc_answer == 1.0 and result.auc_full_answer == 1.0
+    assert result.chosen.answers_kept_positive == 1.0 and result.chosen.answers_kept_negative == 0.0
+    assert result.cosine_weight > 0 and result.coverage_weight > 0

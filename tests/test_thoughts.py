@@ -10,7 +10,7 @@ from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, parse_thought_reply
-from copilot.types import Paper, RetrievedItem, ThoughtSource
+from copilot.types import Grounding, Paper, RetrievedItem, SentenceSupport, ThoughtSource
 from tests.conftest import all_rows, count_rows, get_row
 from tests.scripted_llm import ScriptedLLM
 
@@ -98,6 +98,60 @@ def test_invalid_low_confidence_short_refusal_unusable(store: Store, embedder: E
     assert count_rows(store, "thoughts") == 0
 
 
+INVENTED = "XAI stands for Exempliacetabular Impreciatibile."
+
+
+def test_ungrounded_answer_makes_no_thought_and_no_llm_call(store: Store, embedder: Embedder) -> None:
+    """An answer that invents a term no source holds is dropped before the thought call."""
+    items = chunk_items(store)
+    mem, llm = memory(store, embedder, [(reply("Researchers in many disciplines can study the papers collected in "
+                                               "the S2ORC corpus."), 0.9)], thought_needs_grounding=True)
+    invented = mem.write(user_id="ada", question="What does XAI stand for?", answer=INVENTED, items=items)
+    assert invented.outcome == "dropped" and invented.reason.startswith("ungrounded: 1 of 1 sentences"), invented
+    assert "Exempliacetabular" in invented.reason
+    assert invented.llm_calls == 0 and llm.calls == [] and count_rows(store, "thoughts") == 0
+    assert not mem.ground(INVENTED, items).grounded
+    # A faithful answer (a source's sentence, paraphrased) passes the gate and makes its thought.
+    faithful = mem.write(user_id="ada", question="What is S2ORC?",
+                         answer="S2ORC is a large corpus of 81.1 million academic papers in English [1].",
+                         items=items)
+    assert faithful.outcome == "added", faithful.reason
+    assert len(llm.calls) == 1 and count_rows(store, "thoughts") == 1
+
+
+def test_grounding_gate_uses_a_given_check_reads_missing_texts_and_can_be_off(store: Store, embedder: Embedder
+                                                                              ) -> None:
+    items = chunk_items(store)
+    mem, llm = memory(store, embedder, [(reply("S2ORC is a corpus of 81.1 million academic papers in English."),
+                                         0.9)], thought_needs_grounding=True)
+    # Sources known only by id (as a thought job reads them back) are read from the store before the check.
+    bare = [RetrievedItem(i.kind, i.id, "", i.score) for i in items]
+    assert mem.ground("S2ORC is a corpus of 81.1 million academic papers [1].", bare).grounded
+    # A check the caller made already is used as it is: here it says no, so the faithful answer is dropped too.
+    given = Grounding([SentenceSupport("S2ORC is a corpus [1].", 0.01, 1, "", 0, 22)], False, 0.5)
+    out = mem.write(user_id="ada", question="What is S2ORC?", answer="S2ORC is a corpus [1].", items=items,
+                    grounding=given)
+    assert out.outcome == "dropped" and out.reason.startswith("ungrounded: 1 of 1") and llm.calls == []
+    # With COPILOT_THOUGHT_NEEDS_GROUNDING off, the invented answer goes to the thought call.
+    off, off_llm = memory(store, embedder, [(reply("XAI is a name for Exempliacetabular Impreciatibile models."),
+                                             0.9)], thought_needs_grounding=False)
+    assert off.write(user_id="ada", question="q", answer=INVENTED, items=items).outcome == "added"
+    assert len(off_llm.calls) == 1
+
+
+def test_engine_drops_the_thought_of_an_ungrounded_answer(store: Store, embedder: Embedder) -> None:
+    """Through the engine: the answer's one LLM call, no thought call, and the query records why."""
+    llm = ScriptedLLM(answers=[INVENTED], thoughts=[(reply("S2ORC is a corpus of academic papers in English."), 0.9)])
+    copilot = Copilot(settings(thought_needs_grounding=True), store, embedder, llm)
+    result = copilot.ask("What does S2ORC stand for?", user_id="ada")
+    assert copilot.flush(timeout=30)
+    assert result.thought.outcome == "dropped" and result.thought.reason.startswith("ungrounded"), result.thought
+    assert len(llm.calls) == 1 and result.as_dict()["llm_calls"] == 1 and llm.thoughts
+    record = get_row(store, "queries", result.query_id)
+    assert record["thought_outcome"] == "dropped" and record["thought_reason"].startswith("ungrounded")
+    assert count_rows(store, "thoughts") == 0
+
+
 def test_restatement_of_one_chunk_is_dropped(store: Store, embedder: Embedder) -> None:
     mem, _ = memory(store, embedder, [(reply(CHUNKS[0][0]), 0.9)])
     out = mem.write(user_id="ada", question="What is S2ORC?", answer="S2ORC is a corpus [1].",
@@ -111,8 +165,10 @@ def test_redundant_thought_is_merged(store: Store, embedder: Embedder) -> None:
     second = "The S2ORC corpus lets researchers mine the full text of many academic papers."
     assert float(embedder.encode_documents([first])[0] @ embedder.encode_documents([second])[0]) > 0.85
     mem, _ = memory(store, embedder, [(reply(first), 0.6), (reply(second), 0.9)])
-    a = mem.write(user_id="ada", question="What is S2ORC?", answer="A corpus of papers [1].", items=items)
-    b = mem.write(user_id="ada", question="How big is S2ORC?", answer="81M papers [1][3].", items=items)
+    a = mem.write(user_id="ada", question="What is S2ORC?", answer="S2ORC is a corpus of academic papers [1].",
+                  items=items)
+    b = mem.write(user_id="ada", question="How big is S2ORC?",
+                  answer="S2ORC holds 81.1 million English-language academic papers [1][3].", items=items)
     assert a.outcome == "added" and b.outcome == "merged" and b.thought_id == a.thought_id
     row = mem.get(a.thought_id)
     assert row.support == 2 and row.confidence == pytest.approx(0.9)
@@ -122,7 +178,7 @@ def test_redundant_thought_is_merged(store: Store, embedder: Embedder) -> None:
     assert store.check_consistency()["thoughts"]
     # Another user's identical thought is theirs alone: no merge across users.
     other, _ = memory(store, embedder, [(reply(second), 0.9)])
-    c = other.write(user_id="bob", question="q", answer="81M papers [1].", items=items)
+    c = other.write(user_id="bob", question="q", answer="S2ORC holds 81.1 million academic papers [1].", items=items)
     assert c.outcome == "added" and c.thought_id != a.thought_id
 
 
@@ -130,7 +186,8 @@ def test_chains_reach_depth_3(store: Store, embedder: Embedder) -> None:
     texts = ["SPECTER embeds scientific papers by training a transformer with a citation triplet loss.",
              "Citation-informed embeddings such as SPECTER help recommend related papers to researchers.",
              "Paper recommendation systems for researchers can rank candidates with citation-aware vectors."]
-    mem, _ = memory(store, embedder, [(reply(t), 0.8) for t in texts])
+    # Each level says more than its source (that is what a deeper thought is), so the grounding gate is off here.
+    mem, _ = memory(store, embedder, [(reply(t), 0.8) for t in texts], thought_needs_grounding=False)
     sources: list[RetrievedItem] = chunk_items(store)[1:2]
     depths = []
     for text in texts:
@@ -198,8 +255,10 @@ def test_merging_into_its_own_source_adds_no_depth(store: Store, embedder: Embed
     first = "Researchers can mine the full text of papers with the S2ORC corpus."
     second = "The S2ORC corpus lets researchers mine the full text of many academic papers."
     mem, _ = memory(store, embedder, [(reply(first), 0.6), (reply(second), 0.9)])
-    a = mem.write(user_id="ada", question="q", answer="x [1]", items=chunk_items(store)[:1])
-    again = mem.write(user_id="ada", question="q", answer="y [1]",
+    a = mem.write(user_id="ada", question="q", answer="S2ORC is a corpus of academic papers in English [1].",
+                  items=chunk_items(store)[:1])
+    again = mem.write(user_id="ada", question="q",
+                      answer="Researchers can mine the full text of papers with S2ORC [1].",
                       items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6)])
     assert again.outcome == "merged" and again.depth == 1
     assert mem.get(a.thought_id).sources == [ThoughtSource("chunk", chunk_items(store)[0].id)]
@@ -220,7 +279,8 @@ def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> N
     llm = ScriptedLLM(
         answers=["1. What corpus does S2ORC provide?\n2. How many papers are in it?",  # abstract: 2 of 2 asked
                  "- What does the paragraph say about SPECTER?",  # paragraph: 1 question
-                 "A corpus of papers [1].", "81 million [1].", "Citations [1]."],
+                 "S2ORC is a corpus of academic papers [1].", "S2ORC holds 81.1 million academic papers [1].",
+                 "SPECTER learns document embeddings from the citation graph of scientific papers."],
         thoughts=[(reply("S2ORC provides a corpus of academic papers for text mining research."), 0.8),
                   (reply("S2ORC holds about 81 million academic papers in English."), 0.2),
                   (reply("SPECTER learns document representations from citation links."), 0.7)])
@@ -242,7 +302,7 @@ def test_relevance_blend_keeps_on_topic_answers_and_drops_answers_to_another_que
     mem, _ = memory(store, embedder, [
         (reply("SPECTER trains a transformer on citation triplets to embed scientific papers."), 0.3),
         (reply("LongEval recommends partial annotation for judging faithfulness of long summaries."), 0.9),
-    ], min_confidence=0.5, relevance_weight=0.5)
+    ], min_confidence=0.5, relevance_weight=0.5, thought_needs_grounding=False)  # the blend alone is measured
     on_topic = mem.write(user_id="ada", question="How is SPECTER trained?",
                          answer="SPECTER is trained with a triplet loss over the citation graph of papers [2].",
                          items=items)
@@ -263,7 +323,7 @@ def test_chit_chat_and_off_topic_thoughts_are_dropped(store: Store, embedder: Em
         (reply("I hope these additional points help you with the literature graph."), 0.9),
         (reply("The original text was edited to remove this part and make it more concise."), 0.9),
         (reply("The answer to this question about the literature graph is:"), 0.9),
-    ], relevance_weight=0.5)
+    ], relevance_weight=0.5, thought_needs_grounding=False)  # the answers' sources are not the papers they name
     polite = mem.write(user_id="ada", question="What is the literature graph of Semantic Scholar?",
                        answer="The literature graph links papers, authors and entities [1].", items=items)
     assert polite.outcome == "dropped" and polite.reason.startswith("too_short_or_empty"), polite.reason

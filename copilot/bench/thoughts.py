@@ -2,7 +2,9 @@
 
 Adds the papers of a folder to a fresh library, asks a fixed sequence with repeats and paraphrases, and
 records for each question what was retrieved (chunks, thoughts and their depths), what happened to the new
-thought, and two separate times: the user-visible ask (retrieve + answer) and the background thought writing.
+thought, the answer's grounding check (made here as the engine makes it, and timed alone), and two separate times:
+the user-visible ask (retrieve + answer) and the background thought writing. ``COPILOT_THOUGHT_NEEDS_GROUNDING=false``
+measures the same session without the gate that drops ungrounded answers before the thought call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from copilot import grounding
 from copilot.cli import Command
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 from copilot.engine import Copilot
@@ -47,6 +50,9 @@ def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> d
         visible_ms = 1000 * (time.perf_counter() - start)
         copilot.flush()
         record = result.as_dict()
+        check_start = time.perf_counter()
+        checked = grounding.check(result.answer, result.sources, copilot.embedder, settings.grounding_threshold)
+        check_ms = 1000 * (time.perf_counter() - check_start)
         rows.append({
             "n": n, "question": question, "ask_ms": round(visible_ms, 1),
             "thought_ms": result.timings.get("thought_ms"),
@@ -56,6 +62,8 @@ def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> d
             "thought": {k: record["thought"].get(k) for k in ("outcome", "reason", "thought_id", "depth",
                                                               "confidence", "model_confidence", "relevance")},
             "llm_calls": record["llm_calls"], "answer": result.answer,
+            "grounded": checked.grounded, "grounding_ms": round(check_ms, 1), "sentences": len(checked.sentences),
+            "least_support": min((s.support for s in checked.sentences), default=None),
         })
     stats = copilot.memory.stats()
     outcomes = [r["thought"]["outcome"] for r in rows]
@@ -69,6 +77,10 @@ def run_session(settings: Settings, papers_dir: Path, questions: list[str]) -> d
             "ask_ms_median": round(statistics.median(r["ask_ms"] for r in rows), 1),
             "thought_ms_median": round(statistics.median(r["thought_ms"] or 0 for r in rows), 1),
             "max_llm_calls_per_query": max(r["llm_calls"] for r in rows),
+            "needs_grounding": settings.thought_needs_grounding,
+            "grounded_answers": sum(r["grounded"] for r in rows),
+            "dropped_ungrounded": sum((r["thought"]["reason"] or "").startswith("ungrounded") for r in rows),
+            "grounding_ms_median": round(statistics.median(r["grounding_ms"] for r in rows), 1),
         },
     }
 

@@ -7,6 +7,13 @@ expert answers from ScholarQA-Multi paired with their own question (label 1) and
 (balanced accuracy) and how the configured threshold does, and fits the relevance curve that
 ``copilot.thoughts`` ships (``RELEVANCE_SLOPE``, ``RELEVANCE_BIAS``). Run it for another model before trusting
 its verdicts: ``python -m copilot.tools.calibration --n 40``.
+
+``python -m copilot.tools.calibration grounding`` calibrates the grounding check (:mod:`copilot.grounding`) the same
+way: each expert answer's sentences are scored against its own cited snippets (label 1) and against the snippets
+of another question on the same subject (label 0). It fits the support curve (``SUPPORT_*`` in copilot.grounding),
+and picks the threshold an answer's every sentence must reach (``GROUNDING_THRESHOLD`` in copilot.config): the one
+with the best balanced accuracy (Youden's J) on answers of a copilot answer's length, each scored by its least
+supported sentence, from cross-validated support scores.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,9 +32,11 @@ from sklearn.metrics import roc_auc_score
 
 from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
 from copilot.embeddings import Embedder, get_embedder
+from copilot.grounding import evidence, split_sentences, strip_citations, support_score
 from copilot.llm import get_llm
 from copilot.llm.base import ChatModel
 from copilot.thoughts import combined_confidence, distill, relevance_probability
+from copilot.types import GroundingEvidence
 
 DEFAULT_DATA = SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json"
 ANSWER_WORDS = 60
@@ -184,14 +194,246 @@ def report(pairs: list[Pair], scores: list[float | None], cosines: np.ndarray, t
         unusable=sum(s is None for s in scores))
 
 
-@click.command(help="Measure how the thought confidence separates real answers from mismatched ones, and fit the "
-                    "relevance curve (slope, bias).")
+# ----- the grounding check --------------------------------------------------------------------------------
+
+
+@dataclass
+class GroundingPair:
+    """An expert answer's sentences (citation markers stripped) and a set of snippets: its own (label 1) or
+    another question's (label 0)."""
+
+    item: str
+    sentences: list[str]
+    sources: list[str]
+    label: int
+
+
+@dataclass
+class ThresholdReport:
+    """What one threshold keeps: shares of positive and negative sentences, and of answers under the rule "every
+    sentence reaches it" and under "at least half do"."""
+
+    threshold: float
+    sentences_kept_positive: float
+    sentences_kept_negative: float
+    answers_kept_positive: float
+    answers_kept_negative: float
+    half_kept_positive: float
+    half_kept_negative: float
+
+
+@dataclass
+class GroundingReport:
+    n_questions: int
+    answer_words: int  # the opening of each expert answer that counts as a copilot-sized answer
+    sentences_positive: int  # in those openings
+    sentences_negative: int
+    sentences_per_answer: float
+    auc_sentence_cosine: float  # the best source sentence's cosine alone
+    auc_sentence_coverage: float  # the rare-term coverage alone
+    auc_sentence: float  # the support score (cross-validated)
+    auc_answer: float  # an answer scored by its least supported sentence
+    auc_answer_mean: float  # an answer scored by its mean support
+    auc_full_answer: float  # the least supported sentence of the whole expert answer
+    chosen: ThresholdReport  # best balanced accuracy of the answer rule: GROUNDING_THRESHOLD
+    sentence_best: ThresholdReport  # best balanced accuracy of single sentences, for comparison
+    full_answers: ThresholdReport  # the chosen threshold on the whole expert answers (about 10 sentences)
+    cosine_weight: float  # the support curve fitted on every sentence (SUPPORT_* in copilot.grounding)
+    coverage_weight: float
+    bias: float
+    grounding_ms_median: float  # one answer's check (its snippets embedded once) on this machine
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def make_grounding_pairs(path: Path = DEFAULT_DATA, n: int | None = None, seed: int = 0) -> list[GroundingPair]:
+    """For each of ``n`` questions (all by default) its expert answer against its own snippets, then against the
+    snippets of another question on the same subject (a derangement within each subject: never its own)."""
+    items = json.loads(Path(path).read_text())
+    rng = random.Random(seed)
+    chosen = rng.sample(items, min(n, len(items))) if n else items
+    by_subject: dict[str, list[int]] = {}
+    for k, item in enumerate(chosen):
+        by_subject.setdefault(item.get("subject") or "", []).append(k)
+    other: dict[int, int] = {}
+    for ids in by_subject.values():
+        if len(ids) < 2:  # a subject alone: the next question of the sample, whatever its subject
+            other[ids[0]] = (ids[0] + 1) % len(chosen)
+            continue
+        shuffled = rng.sample(ids, len(ids))
+        other.update(zip(shuffled, shuffled[1:] + shuffled[:1], strict=True))
+
+    def snippets(item: dict) -> list[str]:
+        return [c["text"] for c in item["ctxs"] if isinstance(c.get("text"), str) and c["text"].strip()]
+
+    pairs = []
+    for k, item in enumerate(chosen):
+        sentences = [s for s in (strip_citations(x) for x in split_sentences(item["output"])) if s]
+        pairs.append(GroundingPair(item["id"], sentences, snippets(item), 1))
+    for k, item in enumerate(chosen):
+        pairs.append(GroundingPair(item["id"], pairs[k].sentences, snippets(chosen[other[k]]), 0))
+    return pairs
+
+
+def opening_length(sentences: list[str], words: int = ANSWER_WORDS) -> int:
+    """How many first sentences make an answer about ``words`` long (the length of a copilot answer)."""
+    total = 0
+    for k, sentence in enumerate(sentences, start=1):
+        total += len(sentence.split())
+        if total >= words:
+            return k
+    return len(sentences)
+
+
+def sentence_features(found: list[GroundingEvidence]) -> np.ndarray:
+    """(cosine, coverage) of each sentence against its best source by each, stacked over the pairs."""
+    rows = [np.stack([e.cosine.max(axis=1), e.coverage.max(axis=1)], axis=1) for e in found if e.cosine.size]
+    return np.concatenate(rows) if rows else np.zeros((0, 2))
+
+
+def fit_support(found: list[GroundingEvidence], labels: list[int]) -> tuple[float, float, float]:
+    """(cosine weight, coverage weight, bias) of the logistic curve P(label 1 | cosine, coverage) over sentences."""
+    x = sentence_features(found)
+    y = np.concatenate([[label] * e.cosine.shape[0] for e, label in zip(found, labels, strict=True)])
+    model = LogisticRegression(C=1e4).fit(x, y)
+    cosine, coverage = model.coef_[0]
+    return round(float(cosine), 2), round(float(coverage), 2), round(float(model.intercept_[0]), 2)
+
+
+def cross_validated_support(pairs: list[GroundingPair], found: list[GroundingEvidence], seed: int = 0
+                            ) -> list[np.ndarray]:
+    """Each sentence's support (its best source, as the product scores it) from a curve fitted on the other half
+    of the questions (2 folds; a question's two pairs stay in one fold)."""
+    questions = sorted({p.item for p in pairs})
+    order = np.random.default_rng(seed).permutation(len(questions))
+    fold = {questions[i]: k % 2 for k, i in enumerate(order)}
+    out: list[np.ndarray] = [np.zeros(0)] * len(pairs)
+    for k in range(2):
+        train = [i for i, p in enumerate(pairs) if fold[p.item] != k]
+        weights = fit_support([found[i] for i in train], [pairs[i].label for i in train])
+        for i, p in enumerate(pairs):
+            if fold[p.item] == k:
+                out[i] = (support_score(found[i].cosine, found[i].coverage, weights=weights).max(axis=1)
+                          if found[i].cosine.size else np.zeros(len(p.sentences)))
+    return out
+
+
+def threshold_report(labels: list[int], supports: list[np.ndarray], threshold: float) -> ThresholdReport:
+    """What ``threshold`` keeps of the sentences and of the answers (each answer: the given supports)."""
+    y = np.array(labels)
+    sentence_y = np.concatenate([[label] * len(s) for label, s in zip(labels, supports, strict=True)])
+    sentence_s = np.concatenate(supports)
+    every = np.array([bool(len(s)) and bool((s >= threshold).all()) for s in supports])
+    half = np.array([bool(len(s)) and (s >= threshold).mean() >= 0.5 for s in supports])
+
+    def share(kept: np.ndarray, mask: np.ndarray) -> float:
+        return round(float(kept[mask].mean()), 3) if mask.any() else 0.0
+
+    return ThresholdReport(round(threshold, 3), share(sentence_s >= threshold, sentence_y == 1),
+                           share(sentence_s >= threshold, sentence_y == 0), share(every, y == 1), share(every, y == 0),
+                           share(half, y == 1), share(half, y == 0))
+
+
+def grounding_report(pairs: list[GroundingPair], found: list[GroundingEvidence], words: int = ANSWER_WORDS,
+                     timings_ms: list[float] | None = None) -> GroundingReport:
+    """The calibration of the grounding check from every pair's evidence (see the module's docstring)."""
+    labels = [p.label for p in pairs]
+    supports = cross_validated_support(pairs, found)
+    openings = [s[:opening_length(p.sentences, words)] for p, s in zip(pairs, supports, strict=True)]
+    sentence_y = [label for label, s in zip(labels, openings, strict=True) for _ in s]
+    sentence_s = np.concatenate(openings).tolist()
+    cut = [opening_length(p.sentences, words) for p in pairs]
+    features = [sentence_features([GroundingEvidence(e.cosine[:c], e.coverage[:c], e.quotes[:c])]) for e, c in
+                zip(found, cut, strict=True)]
+    cosines = np.concatenate([f[:, 0] for f in features]).tolist()
+    coverages = np.concatenate([f[:, 1] for f in features]).tolist()
+    least = [float(s.min()) if len(s) else 0.0 for s in openings]
+    chosen, _ = best_threshold(labels, least)
+    sentence_threshold, _ = best_threshold(sentence_y, sentence_s)
+    weights = fit_support(found, labels)
+    return GroundingReport(
+        n_questions=len(pairs) // 2, answer_words=words,
+        sentences_positive=sum(y == 1 for y in sentence_y), sentences_negative=sum(y == 0 for y in sentence_y),
+        sentences_per_answer=round(len(sentence_y) / len(pairs), 2),
+        auc_sentence_cosine=round(roc_auc(sentence_y, cosines), 3),
+        auc_sentence_coverage=round(roc_auc(sentence_y, coverages), 3),
+        auc_sentence=round(roc_auc(sentence_y, sentence_s), 3), auc_answer=round(roc_auc(labels, least), 3),
+        auc_answer_mean=round(roc_auc(labels, [float(s.mean()) if len(s) else 0.0 for s in openings]), 3),
+        auc_full_answer=round(roc_auc(labels, [float(s.min()) if len(s) else 0.0 for s in supports]), 3),
+        chosen=threshold_report(labels, openings, chosen),
+        sentence_best=threshold_report(labels, openings, sentence_threshold),
+        full_answers=threshold_report(labels, supports, chosen),
+        cosine_weight=weights[0], coverage_weight=weights[1], bias=weights[2],
+        grounding_ms_median=round(float(np.median(timings_ms)), 1) if timings_ms else 0.0)
+
+
+def grounding_evidence(embedder: Embedder, pairs: list[GroundingPair]
+                       ) -> tuple[list[GroundingEvidence], list[float]]:
+    """Every pair's evidence, and the time each took (milliseconds): the sentences and snippets embedded once."""
+    found, timings = [], []
+    for pair in pairs:
+        start = time.perf_counter()
+        found.append(evidence(pair.sentences, pair.sources, embedder))
+        timings.append(1000 * (time.perf_counter() - start))
+    return found, timings
+
+
+# ----- the command line -------------------------------------------------------------------------------------
+
+
+class _ConfidenceByDefault(click.Group):
+    """``python -m copilot.tools.calibration [options]`` stays the thought-confidence calibration; ``grounding``
+    names the other one."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["confidence", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_ConfidenceByDefault, help="Calibrations: the thought confidence (the default command) and the "
+                                            "grounding check.")
+def main() -> None:
+    pass
+
+
+@main.command("grounding", help="Measure how the grounding check separates expert answers' own snippets from "
+                                "another question's; fit the support curve and pick the threshold.")
+@click.option("--data", "path", type=click.Path(path_type=Path), default=DEFAULT_DATA, show_default=True,
+              help="ScholarQA-Multi style JSON (output, ctxs, subject).")
+@click.option("--n", default=0, show_default=True, help="Questions used (0 = all).")
+@click.option("--words", default=ANSWER_WORDS, show_default=True,
+              help="Opening of each expert answer scored as one copilot answer.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write each sentence's evidence "
+              "as JSON.")
+def grounding(path: Path, n: int, words: int, seed: int, out: Path | None) -> None:
+    """``python -m copilot.tools.calibration grounding``: calibrate the grounding check on real expert answers."""
+    settings = Settings()
+    apply_offline_defaults(settings)
+    pairs = make_grounding_pairs(path, n or None, seed)
+    embedder = get_embedder(settings)
+    embedder.encode_documents(["warm up"])  # the first call pays for loading, not the check
+    found, timings = grounding_evidence(embedder, pairs)
+    result = grounding_report(pairs, found, words, timings)
+    if out:
+        out.write_text(json.dumps({"report": result.as_dict(), "pairs": [
+            {"item": p.item, "label": p.label, "sentences": [
+                {"sentence": s, "cosine": round(float(e.cosine[i].max()), 4),
+                 "coverage": round(float(e.coverage[i].max()), 4)} for i, s in enumerate(p.sentences)]}
+            for p, e in zip(pairs, found, strict=True)]}, indent=2))
+    click.echo(json.dumps(result.as_dict(), indent=2))
+
+
+@main.command("confidence", help="Measure how the thought confidence separates real answers from mismatched ones, "
+                                 "and fit the relevance curve (slope, bias).")
 @click.option("--data", "path", type=click.Path(path_type=Path), default=DEFAULT_DATA, show_default=True,
               help="ScholarQA-Multi style JSON (input, output).")
 @click.option("--n", default=40, show_default=True, help="Matched pairs (as many mismatched ones are added).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the scores as JSON.")
-def main(path: Path, n: int, seed: int, out: Path | None) -> None:
+def confidence(path: Path, n: int, seed: int, out: Path | None) -> None:
     """``python -m copilot.tools.calibration``: measure the thought confidence of the configured LLM."""
     settings = Settings()
     apply_offline_defaults(settings)
@@ -207,4 +449,4 @@ def main(path: Path, n: int, seed: int, out: Path | None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="python -m copilot.tools.calibration")

@@ -1,0 +1,130 @@
+"""The grounding check: sentence splitting, term matching, support scores with the real embedder, the chat's view."""
+
+import pytest
+
+from copilot import grounding
+from copilot.config import GROUNDING_THRESHOLD, Settings
+from copilot.embeddings import Embedder, get_embedder
+from copilot.types import Grounding, RetrievedItem, SentenceSupport
+
+XAI_CHUNKS = [
+    "Explainable Artificial Intelligence (XAI) aims to make the decisions of machine learning models understandable "
+    "to humans. This review surveys XAI methods for deep neural networks.",
+    "Post-hoc explanation methods such as LIME and SHAP attribute a model's prediction to its input features. "
+    "Saliency maps highlight the pixels that most influence an image classifier.",
+    "Regulation such as the GDPR has increased the demand for explanations of automated decisions in high-stakes "
+    "domains like medicine and finance.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return get_embedder(Settings())
+
+
+def items(texts: list[str]) -> list[RetrievedItem]:
+    return [RetrievedItem("chunk", 10 + n, t, 0.5, paper_id="review", section="Intro", page_start=1, page_end=1)
+            for n, t in enumerate(texts)]
+
+
+def test_sentences_keep_abbreviations_decimals_and_citations() -> None:
+    text = ("Methods differ, e.g. LIME and SHAP [2]. Smith et al. report 93.4% accuracy. It rose by 3.5 points. [1]\n"
+            "- a listed point [3]\n2. A numbered one.")
+    assert grounding.split_sentences(text) == [
+        "Methods differ, e.g. LIME and SHAP [2].", "Smith et al. report 93.4% accuracy.",
+        "It rose by 3.5 points. [1]", "a listed point [3]", "A numbered one."]
+    spans = grounding.sentence_spans(text)
+    assert [text[s:e] for s, e in spans] == grounding.split_sentences(text)
+    assert grounding.strip_citations("LIME and SHAP [2][3] differ [1, 4].") == "LIME and SHAP differ."
+
+
+def test_terms_are_content_words_numbers_and_names() -> None:
+    assert grounding.terms("The XAI models were trained on 1,000 papers with 93.4% accuracy") == {
+        "xai", "model", "train", "1000", "paper", "93.4", "accuraci"}
+    assert grounding.terms("It is what it was.") == set()
+
+
+def test_source_sentences_take_turns_up_to_the_cap() -> None:
+    sources = ["One two three. Four five six. Seven eight nine.", "Alpha beta gamma. Delta epsilon zeta.", "tiny"]
+    assert grounding.source_sentences(sources, cap=4) == [
+        (0, "One two three."), (1, "Alpha beta gamma."), (2, "tiny"), (0, "Four five six.")]
+
+
+def test_invented_term_is_unsupported_and_a_faithful_answer_is_grounded(embedder: Embedder) -> None:
+    sources = items(XAI_CHUNKS)
+    invented = grounding.check("XAI stands for Exempliacetabular Impreciatibile.", sources, embedder,
+                               GROUNDING_THRESHOLD)
+    assert not invented.grounded
+    [sentence] = invented.sentences
+    assert sentence.support < GROUNDING_THRESHOLD and sentence.source_n == 1
+    assert sentence.quote.startswith("Explainable Artificial Intelligence (XAI)")
+
+    faithful = grounding.check("XAI stands for Explainable Artificial Intelligence [1]. Post-hoc methods such as "
+                               "LIME and SHAP attribute a prediction to its input features [2].", sources, embedder,
+                               GROUNDING_THRESHOLD)
+    assert faithful.grounded, faithful
+    assert [s.source_n for s in faithful.sentences] == [1, 2]
+    assert faithful.sentences[1].quote.startswith("Post-hoc explanation methods such as LIME and SHAP")
+    assert all(s.support > invented.sentences[0].support for s in faithful.sentences)
+    assert faithful.as_dict() == {"grounding": [
+        {"sentence": s.sentence, "support": s.support, "source_n": s.source_n, "quote": s.quote}
+        for s in faithful.sentences], "grounded": True}
+    assert faithful.as_dict()["grounding"][0]["sentence"] == "XAI stands for Explainable Artificial Intelligence [1]."
+
+    # One invented sentence is enough: the answer is not grounded, and only that sentence is unsupported.
+    mixed = grounding.check("XAI stands for Explainable Artificial Intelligence [1]. It was invented in 1874 by "
+                            "Exempliacetabular Impreciatibile.", sources, embedder, GROUNDING_THRESHOLD)
+    assert not mixed.grounded and [s.sentence for s in mixed.unsupported] == [mixed.sentences[1].sentence]
+
+
+def test_numbers_absent_from_the_sources_lower_support(embedder: Embedder) -> None:
+    sources = items(["S2ORC is a corpus of 81.1 million English-language academic papers spanning many disciplines."])
+    right = grounding.check("S2ORC holds 81.1 million academic papers.", sources, embedder, GROUNDING_THRESHOLD)
+    wrong = grounding.check("S2ORC holds 4.6 billion academic papers.", sources, embedder, GROUNDING_THRESHOLD)
+    assert right.sentences[0].support > wrong.sentences[0].support
+
+
+def test_no_sources_or_no_sentences_is_not_grounded(embedder: Embedder) -> None:
+    alone = grounding.check("A citation names the work an idea comes from.", [], embedder, GROUNDING_THRESHOLD)
+    assert not alone.grounded and alone.sentences[0].support == 0.0 and alone.sentences[0].source_n is None
+    empty = grounding.check("  [1] ", items(XAI_CHUNKS), embedder, GROUNDING_THRESHOLD)
+    assert empty.sentences == [] and not empty.grounded
+
+
+def test_support_curve_rises_with_both_signals() -> None:
+    low, high_cosine, high_coverage = grounding.support_score([0.2, 0.8, 0.2], [0.1, 0.1, 0.9])
+    assert low < high_cosine and low < high_coverage
+    assert grounding.support_score(0.5, 0.5, weights=(1.0, 1.0, -1.0)) == pytest.approx(0.5)
+
+
+def _grounding(answer: str, supports: list[tuple[str, float, str]], threshold: float = 0.5) -> Grounding:
+    sentences = []
+    for text, support, quote in supports:
+        start = answer.index(text)
+        sentences.append(SentenceSupport(text, support, 1, quote, start, start + len(text)))
+    return Grounding(sentences, all(s.support >= threshold for s in sentences), threshold)
+
+
+def test_markdown_marks_unsupported_sentences_and_lists_quotes() -> None:
+    answer = "XAI means explainable AI [1].\n\nIt was named by Exempliacetabular."
+    view = grounding.markdown(answer, _grounding(answer, [("XAI means explainable AI [1].", 0.9, "XAI is explainable"),
+                                                          ("It was named by Exempliacetabular.", 0.1, "This review")]))
+    assert view.startswith("XAI means explainable AI [1].\n\nIt was named by Exempliacetabular. ⚠️")
+    assert "1 of 2 sentences are not supported by the sources" in view
+    assert "1. [1] “XAI is explainable” (support 0.90)" in view
+    assert "2. ⚠️ [1] “This review” (support 0.10)" in view
+    assert "do not support this answer" not in view
+
+
+def test_markdown_says_plainly_when_nothing_is_supported() -> None:
+    answer = "XAI stands for Exempliacetabular Impreciatibile."
+    view = grounding.markdown(answer, _grounding(answer, [(answer, 0.05, "Explainable Artificial Intelligence")]))
+    assert view.startswith("**The sources do not support this answer.**")
+    assert f"{answer} ⚠️" in view
+    assert "**Closest passages**\n- [1] “Explainable Artificial Intelligence”" in view
+
+
+def test_markdown_of_a_grounded_answer_marks_nothing() -> None:
+    answer = "XAI means explainable AI [1]."
+    view = grounding.markdown(answer, _grounding(answer, [(answer, 0.9, "XAI is explainable")]))
+    assert "⚠️" not in view and view.startswith(answer) and "Supporting quotes" in view

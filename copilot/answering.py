@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot import prompts
+from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.limits import check_question
@@ -37,7 +37,7 @@ from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
-from copilot.types import AnswerSources, QueuePosition, RetrievedItem, ThoughtJob
+from copilot.types import AnswerSources, Grounding, QueuePosition, RetrievedItem, ThoughtJob
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,10 @@ class AskResult:
     sources: list[RetrievedItem]
     timings: dict[str, float] = field(default_factory=dict)
     thought: ThoughtOutcome | None = None  # None while the background worker has not written it
+    grounding: Grounding | None = None  # each sentence's support in the sources
 
     def as_dict(self) -> dict[str, Any]:
+        checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
         return {
             "query_id": self.query_id,
             "answer": self.answer,
@@ -68,6 +70,7 @@ class AskResult:
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
             "llm_calls": 1 + (self.thought.llm_calls if self.thought else 0),  # the answer, then the thought
             "timings": self.timings,
+            **checked,
         }
 
 
@@ -294,8 +297,10 @@ class Answerer:
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
+        checked = grounding.check(answer, items, self.embedder, self.settings.grounding_threshold)
+        timings["grounding_ms"] = round(1000 * (time.perf_counter() - t2), 1)
         query_id = self._record(user_id, question, answer, items, timings, share_thought)
-        result = AskResult(query_id, question, answer, items, timings)
+        result = AskResult(query_id, question, answer, items, timings, grounding=checked)
         if write_thought:
             self._results[query_id] = (result, t2)
             self.worker.submit(query_id)
@@ -355,7 +360,8 @@ class Answerer:
 
         with scheduling(job.user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
             outcome = self.memory.write(user_id=job.user_id, question=job.question, answer=job.answer, items=items,
-                                        public=job.public, finish=finish)
+                                        public=job.public, finish=finish,
+                                        grounding=mine[0].grounding if mine is not None else None)
         if mine is not None:
             mine[0].timings.update(timings)
             mine[0].thought = outcome

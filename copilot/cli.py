@@ -179,6 +179,11 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
     click.echo("\n")
+    if result.grounding and result.grounding.unsupported:
+        weak = result.grounding.unsupported
+        click.echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
+        for sentence in weak:
+            click.echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f})")
     for source in result.as_dict()["sources"]:
         click.echo(f"[{source['n']}] {source['label']} (score {source['score']:.2f})")
     if result.thought:

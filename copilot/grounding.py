@@ -84,6 +84,11 @@ def split_sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in sentence_spans(text)]
 
 
+def unfinished(sentence: str) -> bool:
+    """Does ``sentence`` stop before its end (no closing punctuation), as the last one of a capped answer does?"""
+    return not re.search(r"[.!?:;)\]\"'”]$", sentence.rstrip())
+
+
 def strip_citations(text: str) -> str:
     """``text`` without its citation markers ("[2]", "[1, 3]"), as the embedder and the term match read it."""
     return " ".join(_CITATION.sub("", text).split())
@@ -174,6 +179,8 @@ def support_score(cosine: float | np.ndarray, coverage: float | np.ndarray, *,
 def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float) -> Grounding:
     """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order."""
     spans = [(s, e) for s, e in sentence_spans(answer) if strip_citations(answer[s:e])]
+    if len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
+        spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
     sentences = [strip_citations(answer[s:e]) for s, e in spans]
     found = evidence(sentences, [item.text for item in items], embedder)
     supports = support_score(found.cosine, found.coverage) if items else np.zeros((len(spans), 0))

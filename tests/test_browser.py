@@ -28,6 +28,9 @@ PAPERS = ["N18-3011.pdf", "2020.acl-main.207.pdf", "2020.acl-main.447.pdf", "202
 QUESTIONS = ["What is the literature graph of Semantic Scholar?",
              "What does LongEval recommend for human evaluation of faithfulness?",
              "How is SPECTER trained?"]
+GROUNDING_QUESTIONS = ["How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
+                       "What are the open problems of the Semantic Scholar literature graph?",
+                       "How many annotators does LongEval recommend?"]
 LLM_WAIT_MS = 240_000
 
 
@@ -160,6 +163,26 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     changed = [tid for tid in after if abs(after[tid] - float(match.group(2))) < 0.006]  # shown to 2 places
     assert changed, (after, feedback)
     assert newest_id not in changed or after[newest_id] < before
+
+    # Grounding: a sentence the sources do not support is marked where it stands, with the quotes below. A tiny
+    # model writes one within a few answers (about half of its answers have one, see "Grounding" in the README).
+    _tab(page, "Chat")
+    bots = page.locator('#chatbot [data-testid="bot"]')
+    for question in GROUNDING_QUESTIONS:
+        if any("⚠️" in text for text in bots.all_inner_texts()):
+            break
+        asked = bots.count()
+        box.fill(question)
+        box.press("Enter")
+        page.wait_for_function(
+            """n => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
+                      return b.length > n
+                             && /Supporting quotes|do not support this answer/.test(b[b.length - 1].innerText); }""",
+            arg=asked, timeout=LLM_WAIT_MS)
+    marked = next((t for t in reversed(bots.all_inner_texts()) if "⚠️" in t), "")
+    assert re.search(r"Supporting quotes|do not support this answer", marked), bots.all_inner_texts()
+    bots.filter(has_text="⚠️").last.evaluate("e => e.scrollIntoView({block: 'start'})")
+    _shot(page, tmp_path, "grounding")
 
     # Write: an abstract for one paper, then related work with references; both download as Markdown.
     _tab(page, "Write")

@@ -129,7 +129,9 @@ def test_every_task_and_method_end_to_end(tmp_path: Path, data: dict[str, Path],
                         evolution=[0, 50])
     out = tmp_path / "run"
     # A low confidence floor: the scripted answers are deliberately crude, the pipeline is what is tested here.
-    settings = Settings(data_dir=tmp_path / "app", min_confidence=0.2)
+    # Dense retrieval in the product's pipeline, so that the curve's zero point (no thoughts yet) is exactly the
+    # dense baseline, which one assertion below checks.
+    settings = Settings(data_dir=tmp_path / "app", min_confidence=0.2, retrieval="dense")
     report = run_evaluation(config, out, settings, llm=llm, embedder=embedder, log=lambda message: None)
 
     for name in ("abstract-single", "synthesis", "claims"):

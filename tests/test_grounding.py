@@ -77,6 +77,18 @@ def test_invented_term_is_unsupported_and_a_faithful_answer_is_grounded(embedder
     assert not mixed.grounded and [s.sentence for s in mixed.unsupported] == [mixed.sentences[1].sentence]
 
 
+def test_an_unfinished_last_sentence_is_not_checked(embedder: Embedder) -> None:
+    sources = items(XAI_CHUNKS)
+    capped = grounding.check("XAI stands for Explainable Artificial Intelligence [1]. The final section concludes "
+                             "with a discussion of how L", sources, embedder, GROUNDING_THRESHOLD)
+    assert [s.sentence for s in capped.sentences] == ["XAI stands for Explainable Artificial Intelligence [1]."]
+    assert capped.grounded
+    alone = grounding.check("XAI stands for Exempliacetabular Impreciatibile", sources, embedder,
+                            GROUNDING_THRESHOLD)
+    assert len(alone.sentences) == 1 and not alone.grounded, "an answer that is one fragment is still checked"
+    assert grounding.unfinished("and then the") and not grounding.unfinished("It ends [2].")
+
+
 def test_numbers_absent_from_the_sources_lower_support(embedder: Embedder) -> None:
     sources = items(["S2ORC is a corpus of 81.1 million English-language academic papers spanning many disciplines."])
     right = grounding.check("S2ORC holds 81.1 million academic papers.", sources, embedder, GROUNDING_THRESHOLD)

@@ -19,6 +19,17 @@ from tests.conftest import SHARED_DATA
 from tests.scripted_llm import ScriptedLLM
 
 
+def first_source_sentence(prompt: str) -> str:
+    """The first sentence of eight words or more of source [1] in an answer prompt (its text after the
+    "(title, section)" label), without its final full stop; a fixed sentence when the prompt has no source."""
+    source = re.search(r"\[1\] \([^)]*\) (.+?)(?:\n\n|$)", prompt, re.S)
+    if source is None:
+        return "graph-based methods link papers, authors and entities"
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(source.group(1).split()))]
+    sentence = next((s for s in sentences if len(s.split()) >= 8), " ".join(source.group(1).split()[:30]))
+    return sentence.rstrip(".!?")
+
+
 class RoutedLLM(ScriptedLLM):
     """Replies by what is asked, so tests need not know the order of calls.
 
@@ -36,11 +47,11 @@ class RoutedLLM(ScriptedLLM):
             reply = f"thought: The papers explain in detail that {topic.rstrip('?')} works as described.\n" \
                     "answered: yes\n"
         else:
-            # An answer that is about what was asked: the thought's relevance check sees it as one.
+            # An answer that is about what was asked (the thought's relevance check sees it as one) and says what
+            # its first source says (the grounding check finds it there).
             question = re.search(r"Question: (.*)", last)
             topic = question.group(1).rstrip("?") if question else "the papers"
-            reply = f"On {topic}: graph-based methods link papers, authors and entities [1], and evaluation " \
-                    "needs careful human judgement [2]."
+            reply = f"On {topic}: {first_source_sentence(last)} [1]."
         for word in reply.split(" "):
             yield word + " "
 

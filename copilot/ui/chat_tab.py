@@ -7,6 +7,7 @@ from typing import Any
 
 import gradio as gr
 
+from copilot import grounding
 from copilot.engine import AskResult, arxiv_url
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
@@ -141,7 +142,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
             shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
             yield "", shown, rows, None, note
         assert result is not None
-        shown[-1] = {"role": "assistant", "content": _answer_markdown(result.answer, result.sources)}
+        checked = grounding.markdown(result.answer, result.grounding) if result.grounding else result.answer
+        shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}
         yield "", shown, rows, result.query_id, "Thought: being written in the background…"
 
     def _rows(items: list[RetrievedItem], memories: list[dict[str, Any]]) -> list[list[Any]]:

@@ -160,13 +160,15 @@ def fused_order(rankings: Sequence[Sequence[tuple[Key, float]]], *, fusion: Fusi
 def fuse(dense: list[Candidate], lexical: list[tuple[RetrievedItem, np.ndarray, float]], *,
          fusion: Fusion = "rrf", lexical_weight: float = LEXICAL_WEIGHT) -> list[Candidate]:
     """The dense candidates (best cosine first) and the lexical ones (best BM25 first, with their BM25 scores)
-    as one ranking (:func:`fused_order`)."""
+    as one ranking (:func:`fused_order`). BM25 scores of chunks and of thoughts come from two indexes with their
+    own term statistics (a memory of a few thoughts gives every term a tiny IDF), so each kind's lexical ranking
+    is fused on its own, at the lexical weight."""
     found: dict[tuple[str, int], Candidate] = {}
     for item, vector, *_ in [*dense, *lexical]:
         found.setdefault((item.kind, item.id), (item, vector))
-    order = fused_order([[((i.kind, i.id), i.score) for i, _ in dense],
-                         [((i.kind, i.id), score) for i, _, score in lexical]], fusion=fusion,
-                        weights=(1.0 - lexical_weight, lexical_weight))
+    by_kind = [[((i.kind, i.id), score) for i, _, score in lexical if i.kind == kind] for kind in ("chunk", "thought")]
+    order = fused_order([[((i.kind, i.id), i.score) for i, _ in dense], *by_kind], fusion=fusion,
+                        weights=(1.0 - lexical_weight, lexical_weight, lexical_weight))
     return [found[key] for key in order]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from copilot.config import GROUNDING_THRESHOLD
 from tests.conftest import ROOT, SHARED_DATA, clean_env
 
 pytestmark = pytest.mark.slow
@@ -31,8 +32,15 @@ def test_ask_json_with_the_embedded_model(tmp_path: Path) -> None:
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"} and "reason" in record["thought"]
     assert 1 <= record["llm_calls"] <= 2
-    assert set(record["timings"]) == {"retrieve_ms", "wait_ms", "first_word_ms", "answer_ms", "thought_ms",
-                                      "thought_lag_ms"}
+    assert set(record["timings"]) == {"retrieve_ms", "wait_ms", "first_word_ms", "answer_ms", "grounding_ms",
+                                      "thought_ms", "thought_lag_ms"}
+    # Each answer sentence's support in the sources; an unsupported answer makes no thought.
+    assert record["grounding"] and all(set(g) == {"sentence", "support", "source_n", "quote"}
+                                       for g in record["grounding"])
+    assert all(g["sentence"].strip() in record["answer"] for g in record["grounding"])
+    assert record["grounded"] == all(g["support"] >= GROUNDING_THRESHOLD for g in record["grounding"])
+    if not record["grounded"]:
+        assert record["thought"]["outcome"] == "dropped" and record["thought"]["reason"].startswith("ungrounded")
     timings = record["timings"]
     assert timings["retrieve_ms"] <= timings["first_word_ms"] <= timings["retrieve_ms"] + timings["answer_ms"]
     assert timings["thought_lag_ms"] >= timings["thought_ms"]

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from copilot.retrieval import pack_context, retrieve_mixture
+from copilot.retrieval import fuse, pack_context, retrieve_mixture
 from copilot.storage import Store
-from copilot.types import Paper
+from copilot.types import Paper, RetrievedItem
 
 DIM = 16
 
@@ -173,3 +173,16 @@ def test_the_defaults_of_retrieve_mixture_are_the_settings_defaults() -> None:
     parameters = inspect.signature(retrieve_mixture).parameters
     assert {name: parameters[name].default for name in ("mode", "fusion", "lexical_weight")} == \
         retrieval_options(Settings())
+
+
+def test_a_thoughts_words_are_weighed_among_thoughts_not_against_chunks() -> None:
+    """BM25 of a memory of one thought is near zero for every term (a tiny IDF); fused with the chunks' BM25 as one
+    list, a thought holding every word of the question would rank last. Each kind is fused on its own."""
+    unit = np.eye(4, dtype=np.float32)
+    chunks = [(RetrievedItem("chunk", i, f"chunk {i}", 0.5 - 0.05 * i), unit[i % 4]) for i in range(4)]
+    thought = (RetrievedItem("thought", 9, "the literature graph links papers", 0.45), unit[0])
+    dense = [*chunks[:2], thought, *chunks[2:]]
+    lexical = [(item, vector, bm25) for (item, vector), bm25 in zip(chunks, (9.0, 7.0, 5.0, 3.0), strict=True)]
+    lexical.append((thought[0], thought[1], 1e-6))
+    order = [(item.kind, item.id) for item, _ in fuse(dense, lexical, fusion="weighted", lexical_weight=0.7)]
+    assert order.index(("thought", 9)) < 2, order  # the best (and only) lexical thought, and close by embedding

@@ -297,7 +297,13 @@ class Answerer:
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
-        checked = grounding.check(answer, items, self.embedder, self.settings.grounding_threshold)
+        capped = self.llm.count_tokens(answer) >= self.settings.max_answer_tokens - 1
+        try:
+            checked: Grounding | None = grounding.check(answer, items, self.embedder,
+                                                        self.settings.grounding_threshold, capped=capped)
+        except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
+            log.exception("the grounding check of an answer failed")
+            checked = None
         timings["grounding_ms"] = round(1000 * (time.perf_counter() - t2), 1)
         query_id = self._record(user_id, question, answer, items, timings, share_thought)
         result = AskResult(query_id, question, answer, items, timings, grounding=checked)

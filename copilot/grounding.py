@@ -176,10 +176,12 @@ def support_score(cosine: float | np.ndarray, coverage: float | np.ndarray, *,
     return 1.0 / (1.0 + np.exp(-(a * np.asarray(cosine) + b * np.asarray(coverage) + c)))
 
 
-def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float) -> Grounding:
-    """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order."""
+def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float, *,
+          capped: bool = False) -> Grounding:
+    """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order.
+    ``capped``: the answer stopped at its token cap, so an unfinished last sentence is a fragment, not checked."""
     spans = [(s, e) for s, e in sentence_spans(answer) if strip_citations(answer[s:e])]
-    if len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
+    if capped and len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
         spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
     sentences = [strip_citations(answer[s:e]) for s, e in spans]
     found = evidence(sentences, [item.text for item in items], embedder)

@@ -21,6 +21,7 @@ import numpy as np
 
 from copilot.config import Settings
 from copilot.storage import Store
+from copilot.storage.fulltext import query_terms
 from copilot.types import PackedContext, RetrievedItem, VectorFilter
 
 CANDIDATE_FACTOR = 5
@@ -86,7 +87,7 @@ def retrieve_mixture(
     ``thought_query_vector``, when given, searches the thoughts instead of ``query_vector``: the association
     encoder's combined query, which also recalls thoughts that do not resemble the question.
     """
-    if query_text is None or not query_text.strip():
+    if not query_terms(query_text):  # no word to search for (empty, or only function words)
         mode = "dense"
     n = CANDIDATE_FACTOR * k
     chunks = chunk_scope(user_id, paper_ids)
@@ -152,7 +153,8 @@ def fused_order(rankings: Sequence[Sequence[tuple[Key, float]]], *, fusion: Fusi
             if fusion == "rrf":
                 gain = 1.0 / (RRF_K + rank)
             else:
-                gain = weight * ((score - low) / span if span > 0 else 1.0)
+                # One hit, or hits that tie, say nothing of how well they match: half the ranking's weight.
+                gain = weight * ((score - low) / span if span > 0 else 0.5)
             fused[key] = fused.get(key, 0.0) + gain
     return sorted(fused, key=lambda key: fused[key], reverse=True)  # stable: first appearance breaks ties
 

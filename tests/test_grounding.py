@@ -79,12 +79,14 @@ def test_invented_term_is_unsupported_and_a_faithful_answer_is_grounded(embedder
 
 def test_an_unfinished_last_sentence_is_not_checked(embedder: Embedder) -> None:
     sources = items(XAI_CHUNKS)
-    capped = grounding.check("XAI stands for Explainable Artificial Intelligence [1]. The final section concludes "
-                             "with a discussion of how L", sources, embedder, GROUNDING_THRESHOLD)
+    text = "XAI stands for Explainable Artificial Intelligence [1]. The final section concludes with a discussion of how L"
+    whole = grounding.check(text, sources, embedder, GROUNDING_THRESHOLD)
+    assert len(whole.sentences) == 2, "an answer that was not cut off has every sentence checked"
+    capped = grounding.check(text, sources, embedder, GROUNDING_THRESHOLD, capped=True)
     assert [s.sentence for s in capped.sentences] == ["XAI stands for Explainable Artificial Intelligence [1]."]
     assert capped.grounded
     alone = grounding.check("XAI stands for Exempliacetabular Impreciatibile", sources, embedder,
-                            GROUNDING_THRESHOLD)
+                            GROUNDING_THRESHOLD, capped=True)
     assert len(alone.sentences) == 1 and not alone.grounded, "an answer that is one fragment is still checked"
     assert grounding.unfinished("and then the") and not grounding.unfinished("It ends [2].")
 

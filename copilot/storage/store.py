@@ -487,10 +487,11 @@ class Store:
             return []
         condition, params = filter_sql(where or VectorFilter())
         fts = f"{kind}_fts"
-        rows = self.conn.execute(
-            f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN ({VECTOR_META[kind]}) AS m ON m.id = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND {condition} ORDER BY rank, m.id LIMIT ?",
-            [fts5_query(terms), *params, int(k)]).fetchall()
+        with self._lock:  # the shared connection sees another thread's open transaction: wait until it ends
+            rows = self.conn.execute(
+                f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN ({VECTOR_META[kind]}) AS m ON m.id = {fts}.rowid "
+                f"WHERE {fts} MATCH ? AND {condition} ORDER BY rank, m.id LIMIT ?",
+                [fts5_query(terms), *params, int(k)]).fetchall()
         return [(int(i), -float(rank)) for i, rank in rows]
 
     def index_bytes(self, kind: str) -> int:

@@ -161,8 +161,6 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
     shown = 0
     result: AskResult | None = None
     try:  # the chat's turn: the user's persona and recalled memories personalise it, their statements are kept
-        if paper_ids:
-            copilot.visible_paper_ids(user_id, paper_ids)  # only papers this user may see, as in the chat
         for update in copilot.chat_stream(user_id, question, paper_ids=paper_ids, use_thoughts=not no_thoughts,
                                           write_thought=not no_thoughts):
             if isinstance(update, AskResult):

@@ -169,15 +169,19 @@ class Copilot(Answerer):
         known = known or {}
         refs = list(dict.fromkeys(r.strip() for r in refs if r and r.strip()))
         store = self.store
+        # Any form of a stored arXiv id needs no look-up (an upload's id names no arXiv paper: never "found" here).
+        stored = {ref: found if (found := self.library.resolve(ref)) and arxiv_url(found) else None for ref in refs}
+        report: list[dict[str, Any]] = [{"ref": found, "ok": True, "message": f"already in your library as {found}"}
+                                        for found in dict.fromkeys(v for v in stored.values() if v)]
+        new = [ref for ref in refs if not stored[ref]]
         if quotas:
-            new = [ref for ref in refs if not store.papers.exists(ref)]
             left = arxiv_additions_left(store, self.settings, user_id)
             if len(new) > left:
                 raise LimitExceeded(f"{len(new)} new papers is more than the {left} arXiv additions you have left "
                                     "today: add fewer, or come back tomorrow.")
             admit_search(store, self.settings, user_id, sum(ref not in known for ref in new))
-        wanted, report = [], []
-        for ref in refs:  # ids typed through the API have no search result: look them up
+        wanted = []
+        for ref in new:  # ids typed through the API have no search result: look them up
             try:
                 wanted.append(known[ref] if ref in known else self.library.arxiv.by_id(ref))
             except ArxivUnavailable as exc:
@@ -242,6 +246,8 @@ class Copilot(Answerer):
         the model is full; embed the message once (memories, then sources), personalise with the persona and
         recalled memories, then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories
         too); once it is answered, keep what the user said about themselves."""
+        if paper_ids:
+            self.visible_paper_ids(user_id, paper_ids)  # only papers this user may see
         admit_answer(self.llm, self.settings)
         vector = self.embedder.encode_query(message)
         about, memories = self.memories.about(user_id, message, vector)
@@ -364,6 +370,9 @@ class Copilot(Answerer):
             if size > limit:
                 raise LimitExceeded(f"The title and abstract are limited to {limit:,} characters together (these "
                                     f"have {size:,}): shorten the abstract.")
+        wanted = [kwargs["paper_id"]] if kwargs.get("paper_id") else kwargs.get("paper_ids")
+        if wanted:
+            self.visible_paper_ids(user_id, list(wanted))  # only papers this user may see
         with scheduling(user_id):
             return getattr(writing, DRAFTS[kind])(self, user_id=user_id, **kwargs)
 

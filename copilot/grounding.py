@@ -150,11 +150,7 @@ def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedde
     for found in piece_terms:
         for term in found:
             frequency[term] = frequency.get(term, 0) + 1
-    source_terms = [set() for _ in sources]
-    for (j, _), found in zip(pieces, piece_terms, strict=True):
-        source_terms[j] |= found
-    for j, text in enumerate(sources):  # the whole source, beyond the sentences the cap kept
-        source_terms[j] |= terms(text or "")
+    source_terms = [terms(text or "") for text in sources]  # the whole source, beyond the sentences the cap kept
     total = len(pieces)
     for i, sentence in enumerate(sentences):
         wanted = terms(sentence)

@@ -173,6 +173,14 @@ def test_typed_arxiv_ids_are_added_through_the_api_within_the_daily_allowance(de
     # A paper already in the library costs nothing.
     notice, _ = client.predict(["2301.00001"], api_name="/add_arxiv")
     assert "already in your library" in notice
+    # Nor does any other form of its id: it is found in the library, with no arXiv look-up (none could answer).
+    arxiv = demo[2]
+    arxiv.offline = True
+    try:
+        notice, _ = client.predict(["https://arxiv.org/abs/2301.00001v2"], api_name="/add_arxiv")
+    finally:
+        arxiv.offline = False
+    assert "already in your library as 2301.00001" in notice, notice
 
 
 # ----- questions and memories ----------------------------------------------------------------------------

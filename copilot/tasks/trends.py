@@ -25,7 +25,7 @@ from copilot.tasks.profile import persona_for_prompt
 from copilot.tasks.writing.citations import CITATION_MARKER, citation_from_paper, citation_numbers, cite_mentions
 from copilot.tasks.writing.generation import generate
 from copilot.tasks.writing.model import Citation, DraftError
-from copilot.tasks.writing.sources import body_chunks, library_for, truncate_tokens
+from copilot.tasks.writing.sources import body_chunks, truncate_tokens
 from copilot.types import Paper
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def recent_papers(copilot: Copilot, *, user_id: str, persona: str | None, paper_
     With a persona and more candidates than room, the three times ``max_papers`` newest are ranked by how close
     they are to the persona, then shown newest first.
     """
-    papers = library_for(copilot).list(user_id)
+    papers = copilot.library.list(user_id)
     if paper_ids:
         wanted = {p.strip() for p in paper_ids if p.strip()}
         unknown = wanted - {p.id for p in papers}

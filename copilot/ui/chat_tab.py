@@ -117,7 +117,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         # Before any model is loaded or called: an unreadable or oversized question costs nothing.
         message = check_question(message, ctx.settings)
         ctx.admit(user_id)
-        if not ctx.copilot.visible_paper_ids(user_id, scope or None):  # rejects papers that are not theirs
+        if not scope and not ctx.copilot.visible_paper_ids(user_id, None):
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         yield "", shown, [], None, ""

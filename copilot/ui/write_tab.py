@@ -88,13 +88,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         """Draft an abstract for one paper from its body text."""
         if not paper_id:
             raise gr.Error("Choose a paper first.")
-        ctx.copilot.visible_paper_ids(user_id, [paper_id])
         return run("abstract", user_id, paper_id=paper_id)
 
     @act
     def draft_synthesis(paper_ids: list[str] | None, user_id: str) -> tuple[str, str, str]:
         """Draft one abstract that synthesises several papers, with numbered citations."""
-        ctx.copilot.visible_paper_ids(user_id, paper_ids or None)
         return run("synthesis", user_id, paper_ids=list(paper_ids or []))
 
     @act
@@ -103,7 +101,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
         """Draft a related-work section for your title and abstract, citing library papers (and arXiv)."""
         if use_arxiv:
             ctx.admit(user_id, "search")
-        ctx.copilot.visible_paper_ids(user_id, paper_ids or None)
         return run("related", user_id, title=(title or "").strip(), abstract=(abstract or "").strip(),
                    paper_ids=list(paper_ids) if paper_ids else None, search_arxiv=bool(use_arxiv))
 

@@ -41,7 +41,6 @@ from copilot.tasks.writing.sources import (
     RELATED_MIN_SCORE,
     arxiv_results,
     body_chunks,
-    library_for,
     related_by_paper,
     scrub_sentences,
     select_excerpts,
@@ -55,7 +54,7 @@ __all__ = [
     "SYNTHESIS_NEEDS_PAPERS", "Citation", "Draft", "DraftError", "OnText", "arxiv_results", "author_line",
     "bib_escape", "bib_verbatim", "bibtex_entries", "bibtex_entry", "bibtex_key", "body_chunks",
     "citation_from_paper", "citation_numbers", "cite_mentions", "draft_abstract", "draft_related_work",
-    "draft_synthesis", "finish_text", "generate", "library_for", "related_by_paper", "resolve_citations",
+    "draft_synthesis", "finish_text", "generate", "related_by_paper", "resolve_citations",
     "scrub_sentences", "select_excerpts", "short_name", "truncate_tokens", "visible_paper",
     "year_of",
 ]

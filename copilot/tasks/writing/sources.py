@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from copilot.library import Library
 from copilot.retrieval import chunk_items
 from copilot.storage import Store
 from copilot.tasks.writing.model import DraftError
@@ -31,15 +30,10 @@ _KEY_SECTION = re.compile(r"introduction|conclusion|result|method|approach|model
                           re.IGNORECASE)
 
 
-def library_for(copilot: Copilot) -> Library:
-    """The library over the copilot's store and embedder."""
-    return Library.open(copilot.settings, store=copilot.store, embedder=copilot.embedder)
-
-
 def visible_paper(copilot: Copilot, paper_ref: str, user_id: str) -> Paper:
     """The paper for ``paper_ref`` if ``user_id`` may see it (arXiv papers are public, uploads are owned)."""
     try:
-        return library_for(copilot).show(paper_ref.strip(), user_id=user_id)
+        return copilot.library.show(paper_ref.strip(), user_id=user_id)
     except IngestError:
         raise DraftError(f"No paper '{paper_ref}' in your library; `python -m copilot papers list` shows the ids.") from None
 

@@ -49,9 +49,14 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(
         "",
-        description="Model name for the remote backends, or a GGUF file path for the local one. "
-        "Empty: the backend's default (the bundled SmolLM2-135M-Instruct for local).",
+        description="Model name for the remote backends. For the local one: an embedded model (smollm2-135m, "
+        "gemma3-270m) or a path to any GGUF file. Empty: the backend's default (for local, the default embedded "
+        "model chosen by `python -m copilot.bench models`).",
     )
+    llm_prompt_form: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="Local model: how prompts are written for it. chat = its chat template (instruction "
+        "models); completion = one prompt with worked examples (base models); auto = the embedded model's own "
+        "form, or for a GGUF file chat when it carries a chat template.")
     openai_base_url: str = Field("", description="Base URL of an OpenAI-compatible endpoint (…/v1).")
     openai_api_key: str = Field("", description="API key for the OpenAI-compatible endpoint.")
     hf_token: str = Field(

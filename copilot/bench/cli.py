@@ -160,9 +160,12 @@ def lookup(methods: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per model, one per line.")
 @click.option("--target", "target_s", type=float, default=None,
               help="Time to the first answer word a new default may not exceed (default: FIRST_WORD_TARGET_S).")
+@click.option("--together", is_flag=True, help="Measure the models at the same time, each in its own process (on a "
+              "machine other jobs share, so that both meet the same load; each is slower than alone).")
 @click.option("--one", default=None, hidden=True, help="Measure this model in this process (the per-model half).")
 @click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, hidden=True)
-def models(quick: bool, as_json: bool, target_s: float | None, one: str | None, library: Path | None) -> None:
+def models(quick: bool, as_json: bool, target_s: float | None, together: bool, one: str | None,
+           library: Path | None) -> None:
     from copilot.bench import models as bench_models
 
     def log(message: str) -> None:
@@ -176,7 +179,7 @@ def models(quick: bool, as_json: bool, target_s: float | None, one: str | None, 
         print(json.dumps(bench_models.measure(one, library, size, log)), flush=True)
         return
     target = bench_models.FIRST_WORD_TARGET_S if target_s is None else target_s
-    rows = bench_models.run(quick, log)
+    rows = bench_models.run(quick, log, together=together)
     chosen = bench_models.choose(rows, target)
     if as_json:
         for row in rows:

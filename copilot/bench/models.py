@@ -104,7 +104,8 @@ def lookup_answers(copilot: Any, size: Size, log: Log) -> dict[str, Any]:
         if generated > 1:  # the first token's time is the prompt's; the rest is generation
             tokens += generated - 1
             seconds += max((t["retrieve_ms"] + t["answer_ms"] - t["first_word_ms"]) / 1000, 1e-3)
-        log(f"  {question.id}: {'hit' if hit else 'miss'} ({t['first_word_ms'] / 1000:.2f} s to the first word)")
+        log(f"  {copilot.settings.llm_model} {question.id}: {'hit' if hit else 'miss'} "
+            f"({t['first_word_ms'] / 1000:.2f} s to the first word)")
     return {"lookup_exact": round(exact / len(questions), 4),
             "ttft_p50_s": round(statistics.median(first_words), 2),
             "tokens_per_s": round(tokens / seconds, 1) if seconds else None, "lookup_questions": len(questions)}
@@ -194,13 +195,17 @@ def measure(name: str, library: Path, size: Size, log: Log) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure_in_child(name: str, library: Path, quick: bool) -> dict[str, Any]:
+def start_child(name: str, library: Path, quick: bool) -> subprocess.Popen:
     """:func:`measure` in a fresh process (``bench models --one NAME``), its log passed through."""
     args = [sys.executable, "-m", "copilot.bench", "models", "--one", name, "--library", str(library)]
-    done = subprocess.run(args + (["--quick"] if quick else []), stdout=subprocess.PIPE, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"measuring {name} failed (exit {done.returncode}); its log is above")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(args + (["--quick"] if quick else []), stdout=subprocess.PIPE, text=True)
+
+
+def child_row(name: str, child: subprocess.Popen) -> dict[str, Any]:
+    out, _ = child.communicate()
+    if child.returncode != 0:
+        raise RuntimeError(f"measuring {name} failed (exit {child.returncode}); its log is above")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def choose(rows: Sequence[dict[str, Any]], target_s: float = FIRST_WORD_TARGET_S) -> dict[str, Any]:
@@ -229,9 +234,14 @@ def markdown(rows: Sequence[dict[str, Any]], chosen: dict[str, Any], target_s: f
     return "\n".join(lines)
 
 
-def run(quick: bool, log: Log, names: Sequence[str] = tuple(EMBEDDED_MODELS)) -> list[dict[str, Any]]:
-    """Every model in ``names``, each in its own process, on one library built here."""
+def run(quick: bool, log: Log, names: Sequence[str] = tuple(EMBEDDED_MODELS), together: bool = False
+        ) -> list[dict[str, Any]]:
+    """Every model in ``names``, each in its own process, on one library built here: one after another, or all at
+    once (``together``: on a machine other jobs share, both then meet the same load)."""
     with tempfile.TemporaryDirectory(prefix="models-library-") as tmp:
         library = Path(tmp) / "data"
         build_library(library, log)
-        return [measure_in_child(name, library, quick) for name in names]
+        if together:
+            children = {name: start_child(name, library, quick) for name in names}
+            return [child_row(name, child) for name, child in children.items()]
+        return [child_row(name, start_child(name, library, quick)) for name in names]

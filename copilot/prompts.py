@@ -1,9 +1,10 @@
 """Every prompt sent to an LLM, in one place, so they can be read and compared together: answers, thoughts,
 warm-up questions, drafts, ideas and the persona, then the evaluation's task answers, summary tree and judge.
 
-The embedded model is tiny (135M parameters): prompts stay short, concrete and in plain words, with the sources
-numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed character
-changes the replies and the evaluation's scores.
+The embedded models are tiny (135M and 270M parameters): prompts stay short, concrete and in plain words, with
+the sources numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed
+character changes the replies and the evaluation's scores. A base model reads each prompt in its completion form
+(the end of this module).
 """
 
 from __future__ import annotations
@@ -328,8 +329,8 @@ def completion_prompt(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
 
     The system prompt comes first, then each worked example (the form's, then the messages' own user/assistant
     turns) as user text, cue and reply, separated by :data:`EXAMPLE_SEPARATOR`; the last user turn and the cue end
-    it, so the model's continuation is the reply (it stops at :data:`COMPLETION_STOPS` and the form's ``stops``). The fixed part leads, as in
-    the chat form, so llama.cpp re-reads only the part that changed.
+    it, so the model's continuation is the reply (it stops at :data:`COMPLETION_STOPS` and the form's ``stops``).
+    The fixed part leads, as in the chat form, so llama.cpp re-reads only the part that changed.
     """
     system = messages[0]["content"] if messages and messages[0].get("role") == "system" else ""
     turns = [m for m in messages if m.get("role") != "system"]

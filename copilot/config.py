@@ -161,6 +161,11 @@ class Settings(BaseSettings):
     max_arxiv_adds_per_day: int = Field(50, ge=1, description="arXiv papers one user may add to the shared library "
                                         "per day.")
     max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
+    follow_up_turns: int = Field(3, ge=0, description="Earlier turns of a conversation a follow-up question may "
+                                 "lean on for retrieval (its subject and the last answer's sources); 0: every "
+                                 "question is searched for alone.")
+    max_conversation_title_chars: int = Field(80, ge=10, description="Longest title of a kept conversation "
+                                              "(a first question's title is cut there).")
     max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "

@@ -162,7 +162,7 @@ class Settings(BaseSettings):
                                         "per day.")
     max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
     follow_up_turns: int = Field(3, ge=0, description="Earlier turns of a conversation a follow-up question may "
-                                 "lean on for retrieval (its subject and the last answer's sources); 0: every "
+                                 "lean on for retrieval (the subject of the latest one that stands alone); 0: every "
                                  "question is searched for alone.")
     max_conversation_title_chars: int = Field(80, ge=10, description="Longest title of a kept conversation "
                                               "(a first question's title is cut there).")

@@ -25,7 +25,7 @@ from copilot.config import Settings
 from copilot.conversations import export_markdown, sources_of, title_from
 from copilot.embeddings import Embedder, get_embedder
 from copilot import followups
-from copilot.followups import FollowUp, PreviousTurn
+from copilot.followups import FollowUp
 from copilot.errors import NotFound, UserError
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
@@ -251,7 +251,7 @@ class Copilot(Answerer):
         recalled memories, then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories
         too); once it is answered, keep what the user said about themselves and keep the turn in the user's
         conversation ``conversation_id`` (none: a new one, titled from this message; the :class:`AskResult`
-        names it). A follow-up in a conversation is searched for with its recent turns' subject and sources
+        names it). A follow-up in a conversation is also searched for with its recent turns' subject
         (:mod:`copilot.followups`); it is answered as asked."""
         if conversation_id not in (None, ""):
             conversation_id = self._conversation(conversation_id, user_id).id
@@ -263,10 +263,9 @@ class Copilot(Answerer):
         vector = self.embedder.encode_query(message)
         about, memories = self.memories.about(user_id, message, vector)
         follow = self.follow_up(user_id, conversation_id, message)
-        search_vector = self.embedder.encode_query(follow.query) if follow else vector
         for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
                                       share_thought=share_thought, use_thoughts=use_thoughts,
-                                      write_thought=write_thought, about_user=about, query_vector=search_vector,
+                                      write_thought=write_thought, about_user=about, query_vector=vector,
                                       follow_up=follow):
             if isinstance(update, AnswerSources):
                 update.memories = memories
@@ -280,10 +279,7 @@ class Copilot(Answerer):
         turns_back = self.settings.follow_up_turns
         if conversation_id is None or turns_back == 0:
             return None
-        previous = []
-        for turn in self.store.conversations.turns(conversation_id, user_id, last=turns_back):
-            query = self.store.queries.get(turn.query_id, user_id) if turn.query_id is not None else None
-            previous.append(PreviousTurn(turn.question, query.retrieved if query else ()))
+        previous = [t.question for t in self.store.conversations.turns(conversation_id, user_id, last=turns_back)]
         return followups.follow_up(message, previous)
 
     def _keep_turn(self, user_id: str, conversation_id: int | None, result: AskResult) -> int:

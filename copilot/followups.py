@@ -3,19 +3,23 @@
 "And what are its limitations?" after a question about SPECTER would search for "its limitations" alone. A
 question leans on the turns before it when it refers back (a pronoun or demonstrative such as *it*, *its*,
 *they*, *this*; an opening *and*, *also*, *what about*) or names almost nothing (at most
-:data:`SHORT_TERMS` searchable terms). Such a follow-up is searched for as itself plus the subject terms (its names, when it has any) of
-the latest self-contained question among the recent turns (walking back over follow-ups, so a chain of them keeps its
-subject), and the previous answer's top chunks are kept as candidates (:func:`copilot.retrieval.carry_sources`).
-The question is still answered as asked: only retrieval sees the rewritten text. The effect is measured by
-``python -m copilot.bench followups`` (README, "Follow-up questions").
+:data:`SHORT_TERMS` searchable terms). Such a follow-up is searched for twice, as asked and as itself plus the subject terms (its names, when it
+has any) of the latest self-contained question among the recent turns (walking back over follow-ups, so a chain of
+them keeps its subject), and the two rankings are fused by reciprocal rank (:func:`copilot.retrieval.fuse_rankings`).
+The question is still answered as asked: only retrieval sees the rewritten text.
+
+Measured on 32 scripted follow-ups over the four shared papers (``python -m copilot.bench followups``, README
+"Follow-up questions"): the fused search keeps the fact's Recall@5 of the question alone (0.906) while every
+follow-up finds its paper in the top 5 (0.969 alone) and 70% of the top 5 come from it (65% alone). The subject
+terms alone raise that share to 83% but lose one fact in 32 (0.875), and fusing in the previous answer's top
+chunks instead loses two (0.844): the next question asks for another passage of the same paper.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from copilot.storage.fulltext import query_terms
 
@@ -25,28 +29,17 @@ it its it's itself they them their theirs themselves this that these those he sh
 """.split())
 OPENERS = ("and ", "also ", "so ", "then ", "what about ", "how about ", "but ")
 SHORT_TERMS = 2  # a question with no more searchable terms than this leans on the one before
-CARRIED_SOURCES = 3  # the previous answer's top chunks kept as candidates
 _WORD = re.compile(r"[^\W_]+(?:'[a-z]+)?")
 
 
 @dataclass(frozen=True)
-class PreviousTurn:
-    """What a follow-up may lean on from one earlier turn: its question and its sources in their order (the
-    answered query's records: ``kind``, ``id``, ``paper_id``)."""
-
-    question: str
-    sources: Sequence[dict[str, Any]] = ()
-
-
-@dataclass(frozen=True)
 class FollowUp:
-    """How a follow-up is searched for: ``query`` is the question with the carried subject terms, ``subject`` the
-    earlier question they come from, ``carried`` the previous answer's top chunk ids."""
+    """How a follow-up is searched for besides as asked: ``query`` is the question with the carried subject
+    ``terms``, taken from the earlier question ``subject``."""
 
     query: str
     subject: str
     terms: tuple[str, ...] = ()
-    carried: tuple[int, ...] = field(default_factory=tuple)
 
 
 def is_follow_up(question: str) -> bool:
@@ -56,13 +49,13 @@ def is_follow_up(question: str) -> bool:
     return bool(words & ANAPHORS) or text.startswith(OPENERS) or len(query_terms(text)) <= SHORT_TERMS
 
 
-def subject_of(turns: Sequence[PreviousTurn]) -> str | None:
-    """The latest question among ``turns`` (oldest first) that stands on its own; the oldest one when every one
-    of them is a follow-up; None without turns."""
-    for turn in reversed(turns):
-        if not is_follow_up(turn.question):
-            return turn.question
-    return turns[0].question if turns else None
+def subject_of(previous: Sequence[str]) -> str | None:
+    """The latest of the ``previous`` questions (oldest first) that stands on its own; the oldest one when every
+    one of them is a follow-up; None without any."""
+    for question in reversed(previous):
+        if not is_follow_up(question):
+            return question
+    return previous[0] if previous else None
 
 
 def subject_terms(subject: str) -> list[str]:
@@ -76,16 +69,14 @@ def subject_terms(subject: str) -> list[str]:
     return [t for t in terms if t in named] or terms
 
 
-def follow_up(question: str, turns: Sequence[PreviousTurn], *, carry: int = CARRIED_SOURCES) -> FollowUp | None:
-    """How to search for ``question`` after ``turns`` (the conversation's recent ones, oldest first), or None when
-    it stands on its own (or there is nothing before it)."""
-    if not turns or not is_follow_up(question):
+def follow_up(question: str, previous: Sequence[str]) -> FollowUp | None:
+    """How to search for ``question`` after the ``previous`` questions of its conversation (the recent ones,
+    oldest first), or None when it stands on its own, there is nothing before it, or nothing to carry."""
+    if not previous or not is_follow_up(question):
         return None
-    subject = subject_of(turns) or ""
+    subject = subject_of(previous) or ""
     asked = set(query_terms(question))
     terms = tuple(t for t in subject_terms(subject) if t not in asked)
-    carried = tuple(int(s["id"]) for s in turns[-1].sources if s.get("kind") == "chunk")[:carry]
-    if not terms and not carried:
+    if not terms:
         return None
-    query = f"{question.strip()} {' '.join(terms)}".strip()
-    return FollowUp(query=query, subject=subject, terms=terms, carried=carried)
+    return FollowUp(query=f"{question.strip()} {' '.join(terms)}", subject=subject, terms=terms)

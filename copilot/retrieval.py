@@ -174,27 +174,15 @@ def fuse(dense: list[Candidate], lexical: list[tuple[RetrievedItem, np.ndarray, 
     return [found[key] for key in order]
 
 
-def carry_sources(store: Store, candidates: list[Candidate], chunk_ids: Sequence[int], query_vector: np.ndarray,
-                  allowed_papers: Sequence[str]) -> list[Candidate]:
-    """``candidates`` with the previous answer's top chunks (``chunk_ids``, kept only where their paper is in
-    ``allowed_papers``: still there, still the user's to see, within the question's scope) fused in by reciprocal
-    rank: a follow-up's first candidates interleave with them, and a carried chunk the new search also found rises.
-    Each carried chunk's ``score`` is its cosine to ``query_vector``."""
-    allowed = set(allowed_papers)
-    query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-    carried = [(item, vector) for item, vector in chunk_items(store, [(int(i), 0.0) for i in chunk_ids])
-               if item.paper_id in allowed]
-    if not carried:
-        return candidates
-    for item, vector in carried:
-        item.score = float(vector @ query)
-        item.recalled_by = "follow-up"
+def fuse_rankings(*rankings: list[Candidate]) -> list[Candidate]:
+    """Several candidate lists of one question (a follow-up as asked, and with its conversation's subject) as one,
+    by reciprocal rank: what any of them ranks high stays high, and what both find rises."""
     found: dict[tuple[str, int], Candidate] = {}
-    for item, vector in [*candidates, *carried]:
-        found.setdefault((item.kind, item.id), (item, vector))
-    carried.sort(key=lambda pair: pair[0].score, reverse=True)
-    order = fused_order([[((i.kind, i.id), -rank) for rank, (i, _) in enumerate(candidates)],
-                         [((i.kind, i.id), i.score) for i, _ in carried]], fusion="rrf", weights=(1.0, 1.0))
+    for ranking in rankings:
+        for item, vector in ranking:
+            found.setdefault((item.kind, item.id), (item, vector))
+    order = fused_order([[((i.kind, i.id), 0.0) for i, _ in ranking] for ranking in rankings], fusion="rrf",
+                        weights=[1.0] * len(rankings))
     return [found[key] for key in order]
 
 

@@ -8,15 +8,17 @@ retrieved as the chat retrieves it; its packed sources are the previous turn's. 
 once per method:
 
 - ``alone``: as asked, which is what the chat did before conversations were kept;
-- ``subject terms``: the rewritten query of :func:`copilot.followups.follow_up` (the question plus the earlier
+- ``subject terms``: only the rewritten query of :func:`copilot.followups.follow_up` (the question plus the earlier
   question's subject terms), for both the lexical and the dense search;
-- ``previous sources``: as asked, with the previous answer's top chunks fused in (:func:`carry_sources`);
-- ``subject terms + previous sources``: both, which is what the chat does.
+- ``alone + subject terms``: both searches fused by reciprocal rank (:func:`copilot.retrieval.fuse_rankings`),
+  which is what the chat does;
+- ``alone + previous sources``: as asked, with the previous answer's top 3 chunks fused in as a second ranking
+  (by their cosine to the question), the other way of carrying context the chat could take.
 
 Scores, over the 5 first packed items (the product's packing, near-duplicates skipped, the token budget left out):
 Recall@5, the share of follow-ups with a chunk of the right paper holding the gold among them; paper@5, the share
 with any chunk of the right paper among them; and share@5, the mean fraction of them that come from the right
-paper.
+paper. A question the rewriting does not take for a follow-up is searched for as asked by every method.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ import numpy as np
 
 from copilot.bench.lookup import UNLIMITED_BUDGET, first_hit, library_of
 from copilot.config import Settings
-from copilot.followups import FollowUp, PreviousTurn, follow_up
-from copilot.retrieval import carry_sources, pack_context, retrieve_mixture
+from copilot.followups import FollowUp, follow_up
+from copilot.retrieval import Candidate, chunk_items, fuse_rankings, pack_context, retrieve_mixture
 from copilot.storage import Store
 from copilot.types import RetrievedItem
 
@@ -39,7 +41,8 @@ FOLLOWUP_SET = Path(__file__).resolve().parents[2] / "tests" / "data" / "followu
 USER = "lookup"
 K = 8  # items packed, as the chat packs
 AT = 5  # the items scored
-METHODS = ("alone", "subject terms", "previous sources", "subject terms + previous sources")
+CARRIED = 3  # the previous answer's chunks carried by ``alone + previous sources``
+METHODS = ("alone", "subject terms", "alone + subject terms", "alone + previous sources")
 
 
 @dataclass(frozen=True)
@@ -58,27 +61,36 @@ def load_pairs(path: Path = FOLLOWUP_SET) -> list[Pair]:
     return [Pair(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _retrieve(store: Store, encode: Callable[[str], np.ndarray], question: str, *, k: int,
-              follow: FollowUp | None, dedup_threshold: float, options: dict) -> list[RetrievedItem]:
-    """The chat's retrieval of ``question`` (whole library, papers only), as :meth:`Answerer.retrieve` does it."""
-    text = follow.query if follow else question
-    vector = encode(text)
-    candidates = retrieve_mixture(store, vector, user_id=USER, k=k, include_thoughts=False, query_text=text,
-                                  **options)
-    if follow and follow.carried:
-        candidates = carry_sources(store, candidates, follow.carried, vector, store.papers.visible_ids(USER))
-    return pack_context(candidates, k=k, budget_tokens=UNLIMITED_BUDGET, dedup_threshold=dedup_threshold).items
+def _mixture(store: Store, encode: Callable[[str], np.ndarray], text: str, k: int, options: dict
+             ) -> list[Candidate]:
+    return retrieve_mixture(store, encode(text), user_id=USER, k=k, include_thoughts=False, query_text=text,
+                            **options)
 
 
-def _method(follow: FollowUp | None, method: str, question: str) -> FollowUp | None:
-    """The part of the follow-up context that ``method`` uses."""
+def _previous_sources(store: Store, encode: Callable[[str], np.ndarray], question: str, chunk_ids: Sequence[int]
+                      ) -> list[Candidate]:
+    """The previous answer's chunks, best cosine to ``question`` first: a ranking to fuse with the question's."""
+    query = encode(question)
+    carried = chunk_items(store, [(int(i), 0.0) for i in chunk_ids])
+    for item, vector in carried:
+        item.score = float(vector @ query)
+    return sorted(carried, key=lambda pair: pair[0].score, reverse=True)
+
+
+def candidates(store: Store, encode: Callable[[str], np.ndarray], question: str, method: str,
+               follow: FollowUp | None, previous: Sequence[RetrievedItem], *, k: int, options: dict
+               ) -> list[Candidate]:
+    """The follow-up's ranked candidates by ``method`` (see the module docstring)."""
     if follow is None or method == "alone":
-        return None
+        return _mixture(store, encode, question, k, options)
     if method == "subject terms":
-        return FollowUp(follow.query, follow.subject, follow.terms, ())
-    if method == "previous sources":
-        return FollowUp(question, follow.subject, (), follow.carried)
-    return follow
+        return _mixture(store, encode, follow.query, k, options)
+    if method == "alone + subject terms":
+        return fuse_rankings(_mixture(store, encode, question, k, options),
+                             _mixture(store, encode, follow.query, k, options))
+    chunk_ids = [i.id for i in previous if i.kind == "chunk"][:CARRIED]
+    return fuse_rankings(_mixture(store, encode, question, k, options),
+                         _previous_sources(store, encode, question, chunk_ids))
 
 
 def score(store: Store, encode: Callable[[str], np.ndarray], pairs: Sequence[Pair], paper_ids: dict[str, str],
@@ -88,19 +100,19 @@ def score(store: Store, encode: Callable[[str], np.ndarray], pairs: Sequence[Pai
     ``{"method", "recall_at_5", "paper_at_5", "share_at_5", "rewritten"}`` rows in the order of ``methods``
     (``rewritten``: how many follow-ups were taken for ones)."""
     options = options or {}
-    contexts = []
-    for pair in pairs:
-        first = _retrieve(store, encode, pair.first, k=k, follow=None, dedup_threshold=dedup_threshold,
-                          options=options)
-        previous = [{"kind": i.kind, "id": i.id, "paper_id": i.paper_id} for i in first]
-        contexts.append(follow_up(pair.follow_up, [PreviousTurn(pair.first, previous)]))
+
+    def pack(found: list[Candidate]) -> list[RetrievedItem]:
+        return pack_context(found, k=k, budget_tokens=UNLIMITED_BUDGET, dedup_threshold=dedup_threshold).items
+
+    firsts = [pack(_mixture(store, encode, pair.first, k, options)) for pair in pairs]
+    contexts = [follow_up(pair.follow_up, [pair.first]) for pair in pairs]
     rows = []
     for method in methods:
         hits = papers = 0
         share = 0.0
-        for pair, follow in zip(pairs, contexts, strict=True):
-            items = _retrieve(store, encode, pair.follow_up, k=k, follow=_method(follow, method, pair.follow_up),
-                              dedup_threshold=dedup_threshold, options=options)[:AT]
+        for pair, follow, first in zip(pairs, contexts, firsts, strict=True):
+            found = candidates(store, encode, pair.follow_up, method, follow, first, k=k, options=options)
+            items = pack(found)[:AT]
             wanted = paper_ids[pair.paper]
             hits += first_hit(items, pair.gold, wanted) is not None
             papers += any(i.kind == "chunk" and i.paper_id == wanted for i in items)

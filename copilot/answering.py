@@ -35,7 +35,7 @@ from copilot.embeddings import Embedder
 from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.followups import FollowUp
-from copilot.retrieval import fuse_rankings, pack_context, retrieval_options, retrieve_mixture
+from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
 from copilot.types import AnswerSources, Grounding, QueuePosition, RetrievedItem, ThoughtJob
@@ -250,19 +250,15 @@ class Answerer:
                  paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,
                  follow_up: FollowUp | None = None) -> list[RetrievedItem]:
         """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it.
-        A ``follow_up`` (:mod:`copilot.followups`) is also searched for by its self-contained query, and the two
-        rankings are fused."""
+        A ``follow_up`` (:mod:`copilot.followups`) is searched for by its self-contained query instead."""
         s = self.settings
-        vector = query_vector if query_vector is not None else self.embedder.encode_query(question)
-        searches = [(question, vector)]
-        if follow_up is not None:
-            searches.append((follow_up.query, self.embedder.encode_query(follow_up.query)))
-        rankings = [retrieve_mixture(self.store, searched, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
-                                     include_public=include_public, min_confidence=s.min_confidence,
-                                     paper_ids=paper_ids, thought_query_vector=self.associative_vector(searched),
-                                     query_text=text, **retrieval_options(s))
-                    for text, searched in searches]
-        candidates = fuse_rankings(*rankings) if len(rankings) > 1 else rankings[0]
+        text = follow_up.query if follow_up is not None else question
+        vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
+        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
+                                      include_public=include_public, min_confidence=s.min_confidence,
+                                      paper_ids=paper_ids,
+                                      thought_query_vector=self.associative_vector(vector),
+                                      query_text=text, **retrieval_options(s))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
 

@@ -2,17 +2,18 @@
 
 "And what are its limitations?" after a question about SPECTER would search for "its limitations" alone. A
 question leans on the turns before it when it refers back (a pronoun or demonstrative such as *it*, *its*,
-*they*, *this*; an opening *and*, *also*, *what about*) or names almost nothing (at most
-:data:`SHORT_TERMS` searchable terms). Such a follow-up is searched for twice, as asked and as itself plus the subject terms (its names, when it
-has any) of the latest self-contained question among the recent turns (walking back over follow-ups, so a chain of
-them keeps its subject), and the two rankings are fused by reciprocal rank (:func:`copilot.retrieval.fuse_rankings`).
-The question is still answered as asked: only retrieval sees the rewritten text.
+*they*, *this*; an opening *and*, *also*, *what about*), or names nothing and has at most :data:`SHORT_TERMS`
+searchable terms. Such a follow-up is searched for as itself plus the subject terms (its names, when it has
+any) of the latest self-contained question among the recent turns, walking back over follow-ups so that a chain of
+them keeps its subject. The question is still answered as asked: only retrieval sees the rewritten text.
 
 Measured on 32 scripted follow-ups over the four shared papers (``python -m copilot.bench followups``, README
-"Follow-up questions"): the fused search keeps the fact's Recall@5 of the question alone (0.906) while every
-follow-up finds its paper in the top 5 (0.969 alone) and 70% of the top 5 come from it (65% alone). The subject
-terms alone raise that share to 83% but lose one fact in 32 (0.875), and fusing in the previous answer's top
-chunks instead loses two (0.844): the next question asks for another passage of the same paper.
+"Follow-up questions"): with the subject terms every follow-up finds its paper in the top 5 (0.969 alone) and 83%
+of the top 5 come from it (65% alone), for one fact in 32 no longer in the top 5 (Recall@5 0.875, 0.906 alone):
+with four papers, a follow-up's own words mostly name a passage only one of them has. Fusing the two searches keeps
+the question's Recall@5 but gives way to it where it is confidently wrong ("its limitations" after SPECTER, with
+another paper's limitations section); fusing in the previous answer's top chunks loses more (0.844): the next
+question asks for another passage of the same paper.
 """
 
 from __future__ import annotations
@@ -42,11 +43,23 @@ class FollowUp:
     terms: tuple[str, ...] = ()
 
 
+def _names(text: str) -> set[str]:
+    """The words of ``text`` that name something: written with a capital past its first word, or letters mixed
+    with digits (*SPECTER*, *Semantic*, *S2ORC*), lower-cased."""
+    words = _WORD.findall(text or "")
+    return {w.lower() for i, w in enumerate(words)
+            if (i > 0 and any(c.isupper() for c in w)) or (any(c.isdigit() for c in w) and not w.isdigit())}
+
+
 def is_follow_up(question: str) -> bool:
-    """Whether ``question`` refers back to an earlier turn (see the module docstring)."""
-    text = " ".join((question or "").lower().split())
-    words = set(_WORD.findall(text))
-    return bool(words & ANAPHORS) or text.startswith(OPENERS) or len(query_terms(text)) <= SHORT_TERMS
+    """Whether ``question`` refers back to an earlier turn: it holds a word that points back, opens like a
+    continuation, or names nothing and has at most :data:`SHORT_TERMS` searchable terms ("Why?", "And the
+    datasets?"; "What is S2ORC?" names its subject)."""
+    text = " ".join((question or "").split())
+    lower = text.lower()
+    if set(_WORD.findall(lower)) & ANAPHORS or lower.startswith(OPENERS):
+        return True
+    return len(query_terms(lower)) <= SHORT_TERMS and not _names(text)
 
 
 def subject_of(previous: Sequence[str]) -> str | None:
@@ -62,9 +75,7 @@ def subject_terms(subject: str) -> list[str]:
     """The searchable terms that name the subject of ``subject``: its names (a word written with a capital past
     the question's first word, an acronym, a word with a digit: *SPECTER*, *Semantic Scholar*, *S2ORC*) when it
     has any, else all its terms (the predicate, such as *trained*, would pull passages about that instead)."""
-    words = _WORD.findall(subject or "")
-    named = {w.lower() for i, w in enumerate(words)
-             if any(c.isdigit() for c in w) or (i > 0 and any(c.isupper() for c in w))}
+    named = _names(subject)
     terms = query_terms(subject)
     return [t for t in terms if t in named] or terms
 

@@ -174,18 +174,6 @@ def fuse(dense: list[Candidate], lexical: list[tuple[RetrievedItem, np.ndarray, 
     return [found[key] for key in order]
 
 
-def fuse_rankings(*rankings: list[Candidate]) -> list[Candidate]:
-    """Several candidate lists of one question (a follow-up as asked, and with its conversation's subject) as one,
-    by reciprocal rank: what any of them ranks high stays high, and what both find rises."""
-    found: dict[tuple[str, int], Candidate] = {}
-    for ranking in rankings:
-        for item, vector in ranking:
-            found.setdefault((item.kind, item.id), (item, vector))
-    order = fused_order([[((i.kind, i.id), 0.0) for i, _ in ranking] for ranking in rankings], fusion="rrf",
-                        weights=[1.0] * len(rankings))
-    return [found[key] for key in order]
-
-
 def pack_context(
     candidates: list[Candidate],
     *,

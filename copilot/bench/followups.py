@@ -8,12 +8,12 @@ retrieved as the chat retrieves it; its packed sources are the previous turn's. 
 once per method:
 
 - ``alone``: as asked, which is what the chat did before conversations were kept;
-- ``subject terms``: only the rewritten query of :func:`copilot.followups.follow_up` (the question plus the earlier
-  question's subject terms), for both the lexical and the dense search;
-- ``alone + subject terms``: both searches fused by reciprocal rank (:func:`copilot.retrieval.fuse_rankings`),
-  which is what the chat does;
+- ``subject terms``: the rewritten query of :func:`copilot.followups.follow_up` (the question plus the earlier
+  question's subject terms), for both the lexical and the dense search, which is what the chat does;
+- ``alone + subject terms``: both searches fused by reciprocal rank (:func:`fuse_rankings`, the rewritten one
+  first, so that it wins a tie): a hedge the chat could take instead;
 - ``alone + previous sources``: as asked, with the previous answer's top 3 chunks fused in as a second ranking
-  (by their cosine to the question), the other way of carrying context the chat could take.
+  (by their cosine to the question), the other way of carrying context the issue of follow-ups suggests.
 
 Scores, over the 5 first packed items (the product's packing, near-duplicates skipped, the token budget left out):
 Recall@5, the share of follow-ups with a chunk of the right paper holding the gold among them; paper@5, the share
@@ -33,7 +33,7 @@ import numpy as np
 from copilot.bench.lookup import UNLIMITED_BUDGET, first_hit, library_of
 from copilot.config import Settings
 from copilot.followups import FollowUp, follow_up
-from copilot.retrieval import Candidate, chunk_items, fuse_rankings, pack_context, retrieve_mixture
+from copilot.retrieval import Candidate, chunk_items, fused_order, pack_context, retrieve_mixture
 from copilot.storage import Store
 from copilot.types import RetrievedItem
 
@@ -61,6 +61,19 @@ def load_pairs(path: Path = FOLLOWUP_SET) -> list[Pair]:
     return [Pair(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
+def fuse_rankings(*rankings: list[Candidate]) -> list[Candidate]:
+    """Several candidate lists of one question (a follow-up as asked, and with its conversation's subject) as one,
+    by reciprocal rank: what any of them ranks high stays high, and what both find rises; a tie goes to the
+    ranking given first."""
+    found: dict[tuple[str, int], Candidate] = {}
+    for ranking in rankings:
+        for item, vector in ranking:
+            found.setdefault((item.kind, item.id), (item, vector))
+    order = fused_order([[((i.kind, i.id), 0.0) for i, _ in ranking] for ranking in rankings], fusion="rrf",
+                        weights=[1.0] * len(rankings))
+    return [found[key] for key in order]
+
+
 def _mixture(store: Store, encode: Callable[[str], np.ndarray], text: str, k: int, options: dict
              ) -> list[Candidate]:
     return retrieve_mixture(store, encode(text), user_id=USER, k=k, include_thoughts=False, query_text=text,
@@ -86,8 +99,8 @@ def candidates(store: Store, encode: Callable[[str], np.ndarray], question: str,
     if method == "subject terms":
         return _mixture(store, encode, follow.query, k, options)
     if method == "alone + subject terms":
-        return fuse_rankings(_mixture(store, encode, question, k, options),
-                             _mixture(store, encode, follow.query, k, options))
+        return fuse_rankings(_mixture(store, encode, follow.query, k, options),
+                             _mixture(store, encode, question, k, options))
     chunk_ids = [i.id for i in previous if i.kind == "chunk"][:CARRIED]
     return fuse_rankings(_mixture(store, encode, question, k, options),
                          _previous_sources(store, encode, question, chunk_ids))

@@ -220,6 +220,11 @@ def test_conversations_are_kept_continued_reopened_renamed_exported_and_deleted(
     assert "**References**" in text and "- [1] *" in text and "Thought: added as #" in text
     assert str(services.settings.data_dir) not in str(exported), "downloads come from Gradio's cache"
 
+    # A later visit from the same browser (its guest cookie) finds the conversation; another browser does not.
+    later = Client(url, verbose=False, httpx_kwargs={"cookies": dict(client.cookies)})
+    assert conversation_id in [r[0] for r in _rows(later.predict(api_name="/list_conversations")[1])]
+    assert conversation_id not in [r[0] for r in _rows(_client(url).predict(api_name="/list_conversations")[1])]
+
     note, _, table, cleared = client.predict(str(conversation_id), reopened, api_name="/delete_conversation")
     assert "deleted" in note and conversation_id not in [r[0] for r in _rows(table)]
     with pytest.raises(Exception, match="No conversation"):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 
 import bibtexparser
-from bibtexparser.middlewares import SeparateCoAuthors
+from bibtexparser.middlewares import RemoveEnclosingMiddleware, SeparateCoAuthors
 from bibtexparser.model import DuplicateBlockKeyBlock, Entry, ParsingFailedBlock
 from pylatexenc.latex2text import LatexNodes2Text
 
@@ -160,6 +160,9 @@ def parse_bibtex(text: str, *, max_entries: int = 500) -> list[BibEntry]:
     entries = list(library.entries)
     for block in sorted(library.failed_blocks, key=lambda b: b.start_line or 0):
         if isinstance(block, DuplicateBlockKeyBlock) and isinstance(block.ignore_error_block, Entry):
+            # Set aside before the middleware ran: its values still carry their braces.
+            for middleware in (RemoveEnclosingMiddleware(), SeparateCoAuthors()):
+                middleware.transform_entry(block.ignore_error_block, library)
             entries.append(block.ignore_error_block)
             continue
         if isinstance(block, ParsingFailedBlock):

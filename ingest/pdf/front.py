@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 
 _AFFILIATION = re.compile(
-    r"@|https?://|\b(?:universit\w*|institut\w*|department|dept\.?|school|college|laborator\w*|lab|labs|research|"
-    r"centre|center|inc\.?|ltd\.?|corporation|foundation|academy|faculty|hospital|google|microsoft|amazon|meta|"
-    r"facebook|ibm|nvidia|usa|china|germany|france|uk|japan|canada)\b",
+    r"@|https?://|(?<![a-z])(?:universit\w*|institut\w*|department|dept\.?|school|college|laborator\w*|lab|labs|"
+    r"research|centre|center|inc\.?|ltd\.?|corporation|foundation|academy|faculty|hospital|google|microsoft|amazon|meta|"
+    r"facebook|ibm|nvidia|usa|china|germany|france|uk|japan|canada)(?![a-z])",
     re.IGNORECASE,
 )
 _NAME_WORD = re.compile(r"^(?:[A-ZÀ-ÖØ-Þ][\w'’\-]*\.?|[A-Z]\.(?:-?[A-Z]\.)*|"
@@ -54,7 +54,7 @@ def authors_from_metadata(author: str | None) -> list[str]:
     text = " ".join((author or "").split())
     if " " not in text:
         return []
-    parts = re.split(r"\s*;\s*|\s+and\s+|\s*&\s*", text) if ";" in text or " and " in text else text.split(",")
+    parts = text.split(";") if ";" in text else re.split(r",\s*(?:and\s+)?|\s+and\s+|\s*&\s*", text)
     names = [p.strip(" ,") for p in parts if p.strip(" ,")]
     names = [n.title() if n.islower() else n for n in names]
     return names if all(len(n.split()) <= 6 for n in names) else []

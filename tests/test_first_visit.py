@@ -37,7 +37,7 @@ def test_every_tab_says_what_to_do_first(tmp_path: Path) -> None:
     assert props["plot-growth"]["x_axis_format"] == TIME_AXIS_FORMAT and "%H:%M" in TIME_AXIS_FORMAT
     widths = props["papers-table"]["column_widths"]
     headers = props["papers-table"]["value"]["headers"]
-    assert widths[headers.index("authors")] == "240px" and widths[headers.index("year")] == "64px"
+    assert widths[headers.index("authors")] == "22%" and widths[headers.index("year")] == "6%"
 
 
 def test_the_dashboard_hint_gives_way_to_charts() -> None:
@@ -134,3 +134,15 @@ def test_import_limits_refuse_the_whole_file_first(copilot) -> None:  # noqa: AN
     with pytest.raises(UserError, match="malformed"):
         copilot.import_bibtex("@misc{k, title = {unclosed}\n@misc{j, title = {x}}", "ada")
     assert len(copilot.papers("ada")) == 3
+
+
+def test_the_time_axis_spans_at_least_ten_minutes() -> None:
+    import pandas as pd
+
+    one = [{"id": 1, "depth": 1, "created_at": "2026-11-29T10:00:00+00:00", "confidence": 0.7}]
+    frame = growth_frame(one, now="2026-11-29T10:00:02+00:00")
+    assert list(frame["thoughts"]) == [0, 0, 1, 1], "empty before the first thought, then one"
+    assert frame["time"].max() - frame["time"].min() == pd.Timedelta(minutes=10)
+    assert frame["time"].iloc[1] == pd.Timestamp("2026-11-29T10:00:00+00:00")
+    later = growth_frame(one, now="2026-11-29T11:00:00+00:00")
+    assert list(later["thoughts"]) == [0, 1, 1] and later["time"].min() == pd.Timestamp("2026-11-29T10:00:00+00:00")

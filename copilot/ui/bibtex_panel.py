@@ -19,7 +19,7 @@ from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
 IMPORT_HEADERS = ["entry", "title", "result", "paper", "details"]
-IMPORT_WIDTHS = ["150px", "30%", "150px", "110px", "auto"]
+IMPORT_WIDTHS = ["15%", "30%", "13%", "10%", "32%"]
 STATUS_ORDER = ["added", "already in the library", "file to upload", "DOI only", "not found", "failed"]
 
 

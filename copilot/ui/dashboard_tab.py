@@ -20,8 +20,10 @@ SORTS = {"newest": ("id", False), "oldest": ("id", True), "confidence": ("confid
 CONF_BINS = [i / 10 for i in range(11)]
 EMPTY_HINT = ("**No thoughts yet.** Ask a question in the Chat tab: each answer leaves a thought in this memory, "
               "and the charts appear here as it grows.")
-# Dates and times on the growth chart's axis: Vega's default labels a span of seconds in milliseconds (".800").
+# Dates and times on the growth chart's axis, over at least ten minutes: Vega's default labels the span of seconds
+# between a first thought and opening the dashboard in milliseconds (".800"), and any format repeats one label.
 TIME_AXIS_FORMAT = "%b %d, %H:%M"
+MIN_TIME_SPAN = pd.Timedelta(minutes=10)
 # Vega's "category10" colours: a line keeps its colour (depth 1 is always blue) as the memory grows.
 PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
            "#bab0ac"]
@@ -66,7 +68,9 @@ def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.D
     """Cumulative number of thoughts over time, one line per depth.
 
     Every line starts at 0 when the first thought was made and runs on to ``now``, so even a single thought
-    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first.
+    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first. The
+    chart covers at least ``MIN_TIME_SPAN``: when the first thought is more recent, the lines start at 0 that much
+    before ``now`` (the memory was empty then), so the axis is labelled in minutes, not milliseconds.
     """
     columns = ["time", "thoughts", "depth"]
     if not thoughts:
@@ -75,13 +79,15 @@ def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.D
     ordered = sorted(thoughts, key=lambda r: (r["created_at"] or "", r["id"]))
     start = pd.Timestamp(ordered[0]["created_at"])
     labels = sorted({f"depth {t['depth']}" for t in ordered}, key=lambda d: int(d.split()[1]))
-    rows = [{"time": start, "thoughts": 0, "depth": d} for d in labels]
+    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
+    origin = min(start, end - MIN_TIME_SPAN)
+    rows = [{"time": origin, "thoughts": 0, "depth": d} for d in labels if origin < start]
+    rows += [{"time": start, "thoughts": 0, "depth": d} for d in labels]
     counts = dict.fromkeys(labels, 0)
     for t in ordered:
         depth = f"depth {t['depth']}"
         counts[depth] += 1
         rows.append({"time": pd.Timestamp(t["created_at"]), "thoughts": counts[depth], "depth": depth})
-    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
     rows += [{"time": end, "thoughts": counts[d], "depth": d} for d in labels]
     return pd.DataFrame(rows, columns=columns)
 

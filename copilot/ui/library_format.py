@@ -14,7 +14,7 @@ from copilot.types import PaperSummary
 PAPER_HEADERS = ["id", "title", "authors", "year", "source", "pages", "chunks", "owner"]
 # Fixed widths for the short columns, so that authors and year are never squeezed to one letter; the title takes
 # the rest and wraps.
-PAPER_WIDTHS = ["140px", "auto", "240px", "64px", "80px", "64px", "72px", "72px"]
+PAPER_WIDTHS = ["12%", "33%", "22%", "6%", "7%", "6%", "7%", "7%"]
 OFFLINE_NOTICE = "⚠️ **arXiv is unavailable.** {detail}"  # the client's message says uploads still work
 
 

@@ -28,12 +28,16 @@ SEARCH_FIELDS = ["all", "title", "author", "category"]
 def build(ctx: AppContext) -> dict[str, Any]:
     """Lay out the tab and wire its events; returns the components other tabs refresh."""
     act = action(ctx)
+
+    def table(user_id: str) -> list[list[Any]]:
+        return paper_rows(ctx.copilot.papers(user_id))
+
     with gr.Tab("Library", id="library"):
         found = gr.State([])  # the last search's metadata, so adding needs no second look-up
         notice = gr.Markdown(elem_id="library-notice")
         papers = gr.Dataframe(headers=PAPER_HEADERS, interactive=False, label="Your library", wrap=True,
                               column_widths=PAPER_WIDTHS, elem_id="papers-table", render=False)
-        examples = examples_panel.build(ctx, notice, papers, lambda user_id: paper_rows(ctx.copilot.papers(user_id)))
+        examples = examples_panel.build(ctx, notice, papers, table)
         with gr.Accordion("Search arXiv", open=True):
             with gr.Row():
                 query = gr.Textbox(label="Search", placeholder="e.g. thought retrieval, or an author name",
@@ -47,8 +51,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Accordion("Upload PDFs", open=True):
             files = gr.File(label="PDF files", file_count="multiple", file_types=[".pdf"], elem_id="upload-files")
             upload_btn = gr.Button("Add uploaded PDFs", variant="primary", elem_id="upload-add")
-        bibtex = bibtex_panel.build(ctx, papers, lambda user_id: paper_rows(ctx.copilot.papers(user_id)),
-                                    discard_uploads)
+        bibtex = bibtex_panel.build(ctx, papers, table, discard_uploads)
         matching = gr.Textbox(label="Filter your library", placeholder="words of a title, an author or an id",
                               elem_id="papers-filter")
         papers.render()
@@ -192,7 +195,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     add_evt = add_btn.click(add_selected, [chosen, found], [notice, papers], api_visibility="private")
     upload_evt = upload_btn.click(upload_pdfs, [files], [notice, papers], api_name="upload_pdfs")
     remove_evt = remove_btn.click(remove_papers, [selected], [notice, papers], api_name="remove_papers")
-    matching.change(filter_papers, [matching], [papers], api_name="filter_papers").then(
+    matching.change(filter_papers, [matching], [papers], api_name="filter_papers", trigger_mode="always_last").then(
         shown, [matching], [papers, selected], api_visibility="private")
     select_all.click(all_shown, [matching], [selected], api_visibility="private")
     follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")

@@ -17,8 +17,8 @@ import re
 
 _AFFILIATION = re.compile(
     r"@|https?://|(?<![a-z])(?:universit\w*|institut\w*|department|dept\.?|school|college|laborator\w*|lab|labs|"
-    r"research|centre|center|inc\.?|ltd\.?|corporation|foundation|academy|faculty|hospital|google|microsoft|amazon|meta|"
-    r"facebook|ibm|nvidia|usa|china|germany|france|uk|japan|canada)(?![a-z])",
+    r"research|centre|center|inc\.?|ltd\.?|corporation|foundation|academy|faculty|hospital|google|microsoft|amazon|"
+    r"meta|facebook|ibm|nvidia|usa|china|germany|france|uk|japan|canada)(?![a-z])",
     re.IGNORECASE,
 )
 _NAME_WORD = re.compile(r"^(?:[A-ZÀ-ÖØ-Þ][\w'’\-]*\.?|[A-Z]\.(?:-?[A-Z]\.)*|"

@@ -160,6 +160,8 @@ class Settings(BaseSettings):
     max_upload_mb_per_user: int = Field(500, ge=1, description="Total size of one user's uploaded PDFs, in MB.")
     max_arxiv_adds_per_day: int = Field(50, ge=1, description="arXiv papers one user may add to the shared library "
                                         "per day.")
+    bibtex_max_kb: int = Field(2048, ge=1, description="Largest BibTeX file one import may read, in KB.")
+    bibtex_max_entries: int = Field(500, ge=1, description="Most entries one BibTeX import may hold.")
     max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
     max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")

@@ -374,3 +374,24 @@ class EvalRun:
     finished_at: str | None
     path: str | None
     report: dict[str, Any]
+
+
+ImportStatus = Literal["added", "already in the library", "not found", "DOI only", "file to upload", "failed"]
+
+
+@dataclass
+class ImportedEntry:
+    """What importing one bibliography entry did (:meth:`copilot.engine.Copilot.import_bibtex`).
+
+    ``status`` is one of :data:`ImportStatus`; ``paper_id`` is the stored paper for an entry added from arXiv or
+    found already there; ``detail`` says the rest in words (the DOI, the file to upload, why it failed).
+    """
+
+    key: str
+    title: str
+    status: ImportStatus
+    paper_id: str | None = None
+    arxiv_id: str | None = None
+    doi: str | None = None
+    files: list[str] = field(default_factory=list)
+    detail: str = ""

@@ -24,6 +24,7 @@ EXPECTED_APIS = {
     "/follow_categories", "/list_memories", "/list_papers", "/list_thoughts", "/model_info",
     "/profile_from_author", "/profile_from_text", "/refresh_now", "/remove_paper", "/save_profile",
     "/search_arxiv", "/thought_detail", "/thought_status", "/trends_ideas", "/upload_pdfs",
+    "/import_bibtex", "/remove_papers", "/filter_papers", "/add_example_papers",
 }
 
 

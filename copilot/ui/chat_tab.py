@@ -84,7 +84,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Tab("Chat", id="chat"):
         with gr.Row():
             with gr.Column(scale=3):
-                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot")
+                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot",
+                                     placeholder="**Ask about your papers below.** No papers? Add them in Library.")
                 with gr.Row():
                     message = gr.Textbox(placeholder="Ask about your papers…", show_label=False, scale=8,
                                          elem_id="message", autofocus=True)

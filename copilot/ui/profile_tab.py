@@ -17,6 +17,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     act = action(ctx)
     with gr.Tab("Profile", id="profile"):
         who = gr.Markdown(elem_id="who")
+        gr.Markdown("*Start here: build a persona from your arXiv author name or from a few lines about your "
+                    "research; answers and ideas are tailored to it.*", elem_id="profile-hint")
         with gr.Row():
             author = gr.Textbox(label="Build from an arXiv author", placeholder="e.g. Yann LeCun", scale=4,
                                 elem_id="profile-author")
@@ -24,7 +26,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Row():
             pasted = gr.Textbox(label="…or from text about your research", lines=3, scale=4, elem_id="profile-text")
             text_btn = gr.Button("Build from text", scale=1, elem_id="profile-from-text")
-        persona = gr.Textbox(label="Your research persona (edit freely, then save)", lines=5, elem_id="persona")
+        persona = gr.Textbox(label="Your research persona (edit freely, then save)", lines=5, elem_id="persona",
+                             placeholder="No persona yet: build one above, or write it here and save.")
         with gr.Row():
             save_btn = gr.Button("Save persona", variant="primary", elem_id="save-persona")
             profile_status = gr.Markdown(elem_id="profile-status")

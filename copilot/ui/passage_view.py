@@ -68,7 +68,7 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
             number = gr.Number(label="Show source [n]", precision=0, minimum=1, scale=3, elem_id="source-n")
             show = gr.Button("Show source", scale=1, elem_id="show-source")
         text = gr.Markdown(PICK_FIRST, elem_id="passage-text")
-        image = gr.Image(label="Cited passage", type="pil", interactive=False, show_label=False,
+        image = gr.Image(label="Cited passage", type="pil", format="png", interactive=False, show_label=False,
                          elem_id="passage-image", visible=True)
 
     @act

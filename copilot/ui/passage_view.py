@@ -12,11 +12,13 @@ import io
 from typing import Any
 
 import gradio as gr
+from PIL import Image
 
 from copilot.types import Passage
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
+NO_PAGE = "A recalled memory is something you said, not a source: it has no page."
 PICK_FIRST = "Ask a question, then pick one of its sources: click its row in the table, or type its number."
 
 
@@ -77,24 +79,25 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         row = _row(table, int(n)) if n is not None else None
         if row is None:
             raise gr.Error(PICK_FIRST)
-        kind, item_id = row[1], int(row[2])
+        kind, item_id = row[1], int(row[2]) if str(row[2]).isdigit() else None
+        if item_id is None:
+            raise gr.Error(PICK_FIRST)
         if kind == "thought":
             return None, thought_markdown(int(n), ctx.copilot.thought(item_id, user_id))
         if kind != "chunk":
-            return None, f"**{kind.capitalize()} #{item_id}**: something you said, recalled for this answer; " \
-                         "it has no page."
-        from PIL import Image  # Gradio's own image library, loaded with it
-
+            return None, NO_PAGE
         passage = ctx.copilot.source_page(user_id, item_id)
         return Image.open(io.BytesIO(passage.png)), passage_markdown(int(n), passage)
 
-    def picked(evt: gr.SelectData) -> int | None:
-        """The number of the clicked row (any cell of it)."""
+    def picked(evt: gr.SelectData) -> int:
+        """The number of the clicked row (any cell of it); a recalled memory's row has none."""
         row = evt.row_value or []
-        return int(row[0]) if row and str(row[0]).isdigit() else None
+        if not row or not str(row[0]).isdigit():
+            raise gr.Error(NO_PAGE)
+        return int(row[0])
 
     show.click(source_page, [number, retrieved], [image, text], api_name="source_page")
     number.submit(source_page, [number, retrieved], [image, text], api_visibility="private")
-    retrieved.select(picked, None, [number], api_visibility="private").then(
+    retrieved.select(picked, None, [number], api_visibility="private").success(
         source_page, [number, retrieved], [image, text], api_visibility="private")
     return {"number": number, "image": image, "text": text}

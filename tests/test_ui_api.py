@@ -14,6 +14,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
+from copilot.prompts import ANSWER_SYSTEM
 from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
@@ -258,7 +259,8 @@ def test_answer_language(app) -> None:  # noqa: ANN001
 
     def asked(client: Client) -> str:
         client.predict("Comment le graphe est-il construit ?", [], [], False, False, api_name="/chat")
-        return next(c for c in reversed(llm.calls) if "Question: Comment" in c[-1]["content"])[-1]["content"]
+        return next(c for c in reversed(llm.calls) if c[0]["content"] == ANSWER_SYSTEM
+                    and "Question: Comment" in c[-1]["content"])[-1]["content"]
 
     assert asked(a).endswith("Answer in French.")
     assert asked(b).endswith("Answer in the language of the question."), "B keeps the default"

@@ -259,15 +259,17 @@ class Answerer:
     def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
-                   about_user: str | None = None, query_vector: np.ndarray | None = None
-                   ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+                   about_user: str | None = None, query_vector: np.ndarray | None = None,
+                   language: str | None = None) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
         while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
         then the final :class:`AskResult`.
 
         ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
         memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
-        embedding when the caller has already computed it (the chat recalls memories with it first).
+        embedding when the caller has already computed it (the chat recalls memories with it first);
+        ``language`` is the one the answer is asked in (:func:`copilot.prompts.in_language`): retrieval still
+        embeds the question as it was asked.
         """
         question = check_question(question, self.settings)
         t0 = time.perf_counter()
@@ -278,7 +280,8 @@ class Answerer:
         # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                     {"role": "user",
-                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
+                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user,
+                                                          language=language)}]
         answer = ""
         first_word = None
         ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)

@@ -133,6 +133,8 @@ class Settings(BaseSettings):
                                "pages are read.")
     pdf_min_text_pages: float = Field(0.5, ge=0.0, le=1.0, description="Share of a PDF's pages that must yield "
                                       "text; a PDF with fewer (mostly scanned, or damaged) is refused.")
+    passage_dpi: int = Field(110, ge=36, le=300, description="Resolution a cited passage's PDF page is shown at "
+                             "(110: a US Letter page is 935 x 1210 pixels, a PNG of about 320 kB).")
 
     association: bool = Field(
         True,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from copilot import prompts
 from copilot.answering import (
     DEFAULT_USER, QUEUE_POLL_S, Answerer, AskResult, ThoughtWorker, source_text, stream_until_repeating,
     trim_repetition,
@@ -35,7 +36,9 @@ from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
 from copilot.storage import Store
 from copilot.tasks import bibliography, writing
-from copilot.tasks.profile import profile_from_author, profile_from_text, save_profile
+from copilot.tasks.profile import (
+    language_for_prompt, profile_from_author, profile_from_text, save_answer_language, save_profile,
+)
 from copilot.tasks.refresh import (
     RefreshResult,
     followed_categories,
@@ -46,7 +49,7 @@ from copilot.tasks.refresh import (
 )
 from copilot.tasks.trends import Trends, trends_and_ideas
 from copilot.tasks.writing import Draft
-from copilot.types import AnswerSources, ImportedEntry, PaperSummary, Profile, QueuePosition, Refresh
+from copilot.types import AnswerSources, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
 
@@ -296,6 +299,31 @@ class Copilot(Answerer):
         return {"paper_id": result.paper_id, "chunks_removed": result.chunks_removed,
                 "thoughts_flagged": result.thoughts_flagged}
 
+    def source_page(self, user_id: str | None, chunk_id: int) -> Passage:
+        """A cited chunk on its PDF page(s), its words highlighted (:mod:`copilot.passages`), with its section.
+
+        A chunk of a paper the user may not see is refused as a missing one is, so its id tells nothing; a
+        paper whose stored PDF is gone says so (its chunks still answer questions)."""
+        from copilot.passages import render_passage
+
+        chunk = self.store.chunks.visible(int(chunk_id), user_id)
+        paper = self.store.papers.get(chunk.paper_id, user_id) if chunk is not None else None
+        if chunk is None or paper is None or chunk.id is None:
+            raise NotFound(f"No source #{int(chunk_id)} in your library.")
+        stored = Path(paper.pdf_path or "")
+        # The data directory may have moved since the paper was added: the file keeps its name in pdfs/.
+        pdf = next((p for p in (stored, self.library.pdf_dir / stored.name) if paper.pdf_path and p.is_file()), None)
+        if pdf is None:
+            raise UserError(f"The PDF of \"{paper.title or paper.id}\" is no longer stored, so its pages cannot be "
+                            "shown; add the paper again to see them.")
+        try:
+            shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi)
+        except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
+            raise UserError(f"The PDF of \"{paper.title or paper.id}\" could not be read ({exc}).") from exc
+        return Passage(chunk.id, paper.id, paper.title, chunk.section, chunk.text, chunk.page_start, chunk.page_end,
+                       shown.pages, shown.png, shown.width, shown.height, highlights=shown.located.rects,
+                       coverage=round(shown.located.coverage, 3))
+
     # ----- the personalised ask ----------------------------------------------------------------------
 
     def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
@@ -303,8 +331,9 @@ class Copilot(Answerer):
                     write_thought: bool = True) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """One personalised turn, as the Chat tab and ``python -m copilot ask`` run it: refused when the line for
         the model is full; embed the message once (memories, then sources), personalise with the persona and
-        recalled memories, then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories
-        too); once it is answered, keep what the user said about themselves."""
+        recalled memories, ask for the answer in the user's language (:meth:`answer_language`; by default the
+        question's), then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories too); once
+        it is answered, keep what the user said about themselves."""
         if paper_ids:
             self.visible_paper_ids(user_id, paper_ids)  # only papers this user may see
         admit_answer(self.llm, self.settings)
@@ -312,7 +341,8 @@ class Copilot(Answerer):
         about, memories = self.memories.about(user_id, message, vector)
         for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
                                       share_thought=share_thought, use_thoughts=use_thoughts,
-                                      write_thought=write_thought, about_user=about, query_vector=vector):
+                                      write_thought=write_thought, about_user=about, query_vector=vector,
+                                      language=self.answer_language(user_id) or prompts.LANGUAGE_OF_QUESTION):
             if isinstance(update, AnswerSources):
                 update.memories = memories
             elif isinstance(update, AskResult):
@@ -443,6 +473,15 @@ class Copilot(Answerer):
 
     def profile(self, user_id: str) -> Profile | None:
         return self.store.profiles.get(user_id)
+
+    def answer_language(self, user_id: str) -> str | None:
+        """The language the user's answers and drafts are written in; None: the language of each question."""
+        return language_for_prompt(self.store, user_id)
+
+    def save_answer_language(self, user_id: str, language: str | None) -> str | None:
+        """Keep the user's answer language (empty or "the language of the question": the default); returns it as
+        saved."""
+        return save_answer_language(self.store, user_id, language)
 
     def save_persona(self, user_id: str, persona: str, source: str) -> None:
         save_profile(self.store, user_id, persona, source)

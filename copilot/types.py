@@ -237,6 +237,29 @@ class Chunk:
     paper_title: str | None = None
 
 
+@dataclass
+class Passage:
+    """A cited chunk shown where it stands in its paper: the page(s) rendered with its words highlighted.
+
+    ``pages`` are the pages shown (where its words were found; the stored pages when none were), ``highlights``
+    the highlighted rectangles by page in PDF points, ``coverage`` the share of its words found on them.
+    """
+
+    chunk_id: int
+    paper_id: str
+    paper_title: str | None
+    section: str
+    text: str
+    page_start: int  # as stored with the chunk
+    page_end: int
+    pages: list[int]
+    png: bytes = field(repr=False)
+    width: int
+    height: int
+    highlights: dict[int, list[tuple[float, float, float, float]]] = field(default_factory=dict)
+    coverage: float = 0.0
+
+
 # ----- thoughts and their provenance -------------------------------------------------------------------
 
 
@@ -297,6 +320,7 @@ class Profile:
     persona: str
     source: str | None
     updated_at: str | None
+    answer_language: str | None = None  # the language answers and drafts are written in; None: the question's
 
 
 @dataclass

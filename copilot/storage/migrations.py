@@ -235,3 +235,10 @@ def m007_full_text(db: Database) -> None:
                    f"INSERT INTO {fts} ({fts}, rowid, {names}) VALUES ('delete', old.id, {old}); "
                    f"INSERT INTO {fts} (rowid, {names}) VALUES (new.id, {new}); END")
         db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")
+
+
+@migration
+def m009_answer_language(db: Database) -> None:
+    """The language a user's answers and drafts are written in (empty: the language of the question)."""
+    if "answer_language" not in db["profiles"].columns_dict:
+        db["profiles"].add_column("answer_language", str)

@@ -166,3 +166,9 @@ def m007_full_text(conn: Connection) -> None:
             (to_tsvector('english', COALESCE(text, ''))) STORED;
         CREATE INDEX thoughts_text_search ON thoughts USING GIN (text_search)
     """)
+
+
+@migration
+def m009_answer_language(conn: Connection) -> None:
+    """The language a user's answers and drafts are written in (empty: the language of the question)."""
+    conn.execute("ALTER TABLE profiles ADD COLUMN answer_language TEXT")

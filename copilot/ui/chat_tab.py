@@ -11,6 +11,7 @@ from copilot import grounding
 from copilot.engine import AskResult, arxiv_url
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
+from copilot.ui import passage_view
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
@@ -105,6 +106,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
                                          max_chars=160, elem_id="retrieved")
+                passage_view.build(ctx, retrieved)  # the cited passage on its page, for a picked source
 
     @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,

@@ -266,7 +266,8 @@ class Answerer:
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
                    about_user: str | None = None, query_vector: np.ndarray | None = None,
-                   follow_up: FollowUp | None = None) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+                   follow_up: FollowUp | None = None, language: str | None = None
+                   ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
         while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
         then the final :class:`AskResult`.
@@ -275,6 +276,8 @@ class Answerer:
         memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
         embedding when the caller has already computed it (the chat recalls memories with it first);
         ``follow_up``: how to search for a question that leans on the turns before it (see :meth:`retrieve`).
+        ``language`` is the one the answer is asked in (:func:`copilot.prompts.in_language`): retrieval still
+        embeds the question as it was asked (or, for a follow-up, as its self-contained query).
         """
         question = check_question(question, self.settings)
         t0 = time.perf_counter()
@@ -285,7 +288,8 @@ class Answerer:
         # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                     {"role": "user",
-                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
+                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user,
+                                                          language=language)}]
         answer = ""
         first_word = None
         ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)

@@ -11,7 +11,7 @@ from copilot import grounding
 from copilot.engine import AskResult, arxiv_url
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
-from copilot.ui import conversations_panel
+from copilot.ui import conversations_panel, passage_view
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
@@ -85,7 +85,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Tab("Chat", id="chat"):
         with gr.Row():
             with gr.Column(scale=3):
-                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot")
+                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot",
+                                     placeholder="**Ask about your papers below.** No papers? Add them in Library.")
                 with gr.Row():
                     message = gr.Textbox(placeholder="Ask about your papers…", show_label=False, scale=8,
                                          elem_id="message", autofocus=True)
@@ -107,6 +108,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
                                          max_chars=160, elem_id="retrieved")
+                passage_view.build(ctx, retrieved)  # the cited passage on its page, for a picked source
 
     @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,

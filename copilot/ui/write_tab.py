@@ -81,7 +81,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                              multiselect=True, allow_custom_value=True, scale=3)
                 use_arxiv = gr.Checkbox(label="Also search arXiv", value=False, scale=1)
             related_btn = gr.Button("Draft related work", variant="primary", elem_id="draft-related")
-        output = gr.Markdown(elem_id="draft-output")
+        output = gr.Markdown("*Choose a paper (or several) and draft an abstract, or give your title and abstract "
+                             "for a related-work section; the draft appears here.*", elem_id="draft-output")
         with gr.Row():
             md_file = gr.File(label="Markdown", interactive=False, elem_id="draft-md")
             bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")

@@ -1,10 +1,18 @@
-"""Kept conversations in the store, on both backends: created with their first turn, listed newest first, read,
-renamed and deleted only by their owner."""
+"""Kept conversations: in the store on both backends (created with their first turn, listed newest first, read,
+renamed and deleted only by their owner), in the engine (continued, follow-ups searched for with their subject,
+exported) and on the command line."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from copilot.errors import NotFound, UserError
 from copilot.storage import Store
 from tests.conftest import count_rows
+from tests.library_support import add_paper, make_copilot
+from tests.scripted_llm import ScriptedLLM
 
 
 def test_a_conversation_keeps_its_turns_in_order_for_its_owner_only(store: Store) -> None:
@@ -34,13 +42,6 @@ def test_a_conversation_keeps_its_turns_in_order_for_its_owner_only(store: Store
 
 
 # ----- the engine: chats kept as conversations, follow-ups searched for with their subject -----------------
-
-import pytest  # noqa: E402
-
-from copilot.errors import NotFound, UserError  # noqa: E402
-from tests.library_support import add_paper, make_copilot  # noqa: E402
-from tests.scripted_llm import ScriptedLLM  # noqa: E402
-
 
 @pytest.fixture
 def copilot(tmp_path):  # noqa: ANN001, ANN201 - a Copilot with two papers
@@ -120,3 +121,29 @@ def test_rename_export_and_delete_are_the_owners_only(copilot) -> None:  # noqa:
     with pytest.raises(NotFound):
         copilot.open_conversation(conversation_id, "ada")
     assert copilot.query(first.query_id, "ada")["text"] == "How is SPECTER trained?", "the answer's record stays"
+
+
+def test_the_command_line_continues_lists_and_exports_conversations(copilot, monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from copilot.cli import cli
+    from copilot.engine import Copilot
+
+    monkeypatch.setattr(Copilot, "open", classmethod(lambda cls, settings, **kwargs: copilot))
+    runner = CliRunner()
+    first = runner.invoke(cli, ["ask", "How is SPECTER trained?", "--user", "ada", "--no-thoughts"])
+    assert first.exit_code == 0, first.output
+    (kept,) = copilot.conversations("ada")
+    assert f"conversation #{kept.id} (continue it with --conversation {kept.id})" in first.output
+    second = runner.invoke(cli, ["ask", "And its limitations?", "--user", "ada", "--no-thoughts", "--json",
+                                 "--conversation", str(kept.id)])
+    assert second.exit_code == 0, second.output
+    record = json.loads(second.output[second.output.index("{"):])
+    assert record["conversation_id"] == kept.id and record["searched_for"] == "And its limitations? specter"
+    listed = runner.invoke(cli, ["conversations", "list", "--user", "ada"])
+    assert f"#{kept.id}" in listed.output and "2 question(s)" in listed.output
+    out = tmp_path / "chat.md"
+    exported = runner.invoke(cli, ["conversations", "export", str(kept.id), "--user", "ada", "--out", str(out)])
+    assert exported.exit_code == 0 and out.read_text().startswith("# How is SPECTER trained?")
+    refused = runner.invoke(cli, ["conversations", "export", str(kept.id), "--user", "bob"])
+    assert refused.exit_code == 1 and f"No conversation #{kept.id} of yours" in refused.output

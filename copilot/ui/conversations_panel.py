@@ -68,9 +68,10 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
         download = gr.File(label="Exported conversation", interactive=False, visible=True,
                            elem_id="conversation-export")
 
-    def listing(user_id: str, chosen: str | None = None) -> tuple[Any, list[list[Any]]]:
+    def listing(user_id: str, **picked: str | None) -> tuple[Any, list[list[Any]]]:
+        """The picker's choices (its value too when ``picked`` names it: else the choice stays) and the table."""
         found = ctx.copilot.conversations(user_id)
-        return gr.update(choices=choices(found), value=chosen), rows(found)
+        return gr.update(choices=choices(found), **picked), rows(found)
 
     @act
     def list_conversations(user_id: str) -> tuple[Any, list[list[Any]]]:
@@ -90,7 +91,7 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
                             ) -> tuple[str, Any, list[list[Any]]]:
         """Give a conversation a new title."""
         kept = ctx.copilot.rename_conversation(conversation_id, new_title, user_id)
-        return (f"Renamed to **{kept.title}**.", *listing(user_id, str(kept.id)))
+        return (f"Renamed to **{kept.title}**.", *listing(user_id, value=str(kept.id)))
 
     @act
     def delete_conversation(conversation_id: str | None, current: int | None, shown: list[dict] | None,
@@ -98,7 +99,7 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
         """Delete a conversation (its answers' thoughts stay); the chat is cleared when it was the open one."""
         ctx.copilot.delete_conversation(conversation_id, user_id)
         gone = current is not None and str(current) == str(conversation_id).strip()
-        return ("Conversation deleted.", *listing(user_id), [] if gone else list(shown or []),
+        return ("Conversation deleted.", *listing(user_id, value=None), [] if gone else list(shown or []),
                 None if gone else current)
 
     @act

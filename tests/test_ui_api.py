@@ -206,7 +206,8 @@ def test_conversations_are_kept_continued_reopened_renamed_exported_and_deleted(
     client.predict("What is the LongEval checklist?", [], [], False, False, api_name="/chat")
     assert [r[0] for r in _rows(client.predict(api_name="/list_conversations")[1])][1] == conversation_id
 
-    reopened, query_id, note = client.predict(str(conversation_id), api_name="/open_conversation")
+    reopened, sources, query_id, note = client.predict(str(conversation_id), api_name="/open_conversation")
+    assert _rows(sources) and _rows(sources)[0][0] == 1, "the last answer's sources fill the retrieved table"
     assert [_text(m["content"]) for m in reopened[::2]] == ["How is SPECTER trained?", "And what are its limitations?"]
     assert "**Sources**" in _text(reopened[1]["content"]) and "[1] *" in _text(reopened[1]["content"])
     assert query_id == second_query and "2 questions" in note

@@ -98,9 +98,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 status = gr.Markdown(elem_id="chat-status")
                 query_id = gr.Number(label="Answer id", precision=0, interactive=False, visible=False,
                                      elem_id="query-id")
+                panel = conversations_panel.build()  # the kept conversations, to reopen, rename, delete, export
             with gr.Column(scale=2):
                 conversation = gr.State(None)  # the kept conversation the next question continues
-                panel = conversations_panel.build(ctx, chatbot=chatbot, conversation=conversation, query_id=query_id)
                 scope = gr.Dropdown(label="Papers (empty: the whole library)", choices=[], multiselect=True,
                                     allow_custom_value=True, elem_id="chat-scope")
                 use_public = gr.Checkbox(label="Also use the public thought pool", value=False)
@@ -109,6 +109,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
                                          max_chars=160, elem_id="retrieved")
                 passage_view.build(ctx, retrieved)  # the cited passage on its page, for a picked source
+        listing = conversations_panel.connect(ctx, panel, chatbot=chatbot, conversation=conversation,
+                                              query_id=query_id, retrieved=retrieved,
+                                              source_rows=lambda items: _rows(items, []))
 
     @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
@@ -195,14 +198,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
     outputs = [message, chatbot, retrieved, query_id, status, conversation]
     chat_evt = message.submit(chat, inputs, outputs, api_name="chat", concurrency_limit=CHAT_CONCURRENCY,
                               concurrency_id="chat")
-    chat_evt.then(*panel["refresh"], api_visibility="private")
+    chat_evt.then(*listing, api_visibility="private")
     chat_evt.then(thought_status, [query_id], [status], api_name="thought_status",
                   concurrency_limit=CHAT_CONCURRENCY, concurrency_id="thought_status")
     send.click(chat, inputs, outputs, api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
-               concurrency_id="chat").then(*panel["refresh"], api_visibility="private").then(
+               concurrency_id="chat").then(*listing, api_visibility="private").then(
         thought_status, [query_id], [status], api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
         concurrency_id="thought_status")
     up.click(feedback_up, [query_id], [status], api_name="feedback_up")
     down.click(feedback_down, [query_id], [status], api_name="feedback_down")
     clear.click(lambda: ("", [], [], None, "", None), None, outputs, api_name="clear")
-    return {"scope": scope, "load": [panel["refresh"]]}
+    return {"scope": scope, "load": [listing]}

@@ -8,17 +8,18 @@ Write tab's drafts, never a path of the data directory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from copilot.conversations import reference_line, thought_line
-from copilot.types import Conversation
+from copilot.types import Conversation, RetrievedItem
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.write_tab import safe_stem, scratch_folder
 
-HEADERS = ["id", "title", "questions", "last asked (UTC)"]
+HEADERS = ["id", "title", "questions", "last asked"]
 
 
 def rows(conversations: list[Conversation]) -> list[list[Any]]:
@@ -46,16 +47,15 @@ def history(turns: list[dict[str, Any]]) -> list[dict[str, str]]:
     return messages
 
 
-def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query_id: gr.Number) -> dict[str, Any]:
-    """The panel, laid out where it is called; ``conversation`` holds the id the next question continues."""
-    act = action(ctx)
+def build() -> dict[str, Any]:
+    """The panel's components, laid out where it is called (:func:`connect` gives them their actions)."""
     with gr.Accordion("Conversations", open=True, elem_id="conversations-panel"):
         with gr.Row():
             picker = gr.Dropdown(label="Conversation", choices=[], allow_custom_value=True, scale=4,
                                  elem_id="conversation-picker")
             refresh = gr.Button("↻", size="sm", scale=0, min_width=40, elem_id="conversations-refresh")
         table = gr.Dataframe(headers=HEADERS, label="Your conversations (newest first)", interactive=False,
-                             wrap=True, max_height=220, column_widths=["48px", "240px", "84px", "130px"],
+                             wrap=True, max_height=220, column_widths=["40px", "340px", "84px", "140px"],
                              elem_id="conversations")
         with gr.Row():
             open_ = gr.Button("Open", size="sm", variant="primary", elem_id="conversation-open")
@@ -67,6 +67,19 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
         note = gr.Markdown(elem_id="conversation-status")
         download = gr.File(label="Exported conversation", interactive=False, visible=True,
                            elem_id="conversation-export")
+    return {"picker": picker, "refresh": refresh, "table": table, "open": open_, "export": export, "delete": delete,
+            "title": title, "rename": rename, "note": note, "download": download}
+
+
+def connect(ctx: AppContext, panel: dict[str, Any], *, chatbot: gr.Chatbot, conversation: gr.State,
+            query_id: gr.Number, retrieved: gr.Dataframe,
+            source_rows: Callable[[list[RetrievedItem]], list[list[Any]]]) -> tuple[Any, ...]:
+    """The panel's actions. ``conversation`` holds the id the next question continues; a reopened conversation's
+    last answer fills ``retrieved`` (its rows made by ``source_rows``), so that its sources can be picked and shown
+    as after a question. Returns the list's refresh as (function, inputs, outputs), for the page load and after
+    each question."""
+    act = action(ctx)
+    picker, table, note, title, download = (panel[k] for k in ("picker", "table", "note", "title", "download"))
 
     def listing(user_id: str, **picked: str | None) -> tuple[Any, list[list[Any]]]:
         """The picker's choices (its value too when ``picked`` names it: else the choice stays) and the table."""
@@ -80,11 +93,12 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
 
     @act
     def open_conversation(conversation_id: str | None, user_id: str
-                          ) -> tuple[list[dict[str, str]], int, int | None, str]:
+                          ) -> tuple[list[dict[str, str]], int, list[list[Any]], int | None, str]:
         """Reopen a conversation in the chat, with its answers' sources; the next question continues it."""
         kept, turns = ctx.copilot.open_conversation(conversation_id, user_id)
-        last = turns[-1]["query_id"] if turns else None
-        return history(turns), kept.id, last, f"Opened **{kept.title}** ({len(turns)} questions)."
+        last = turns[-1] if turns else None
+        return (history(turns), kept.id, source_rows(last["sources"]) if last else [],
+                last["query_id"] if last else None, f"Opened **{kept.title}** ({len(turns)} questions).")
 
     @act
     def rename_conversation(conversation_id: str | None, new_title: str, user_id: str
@@ -111,10 +125,11 @@ def build(ctx: AppContext, *, chatbot: gr.Chatbot, conversation: gr.State, query
         return str(path)
 
     listed = [picker, table]
-    refresh.click(list_conversations, None, listed, api_name="list_conversations")
-    open_.click(open_conversation, [picker], [chatbot, conversation, query_id, note], api_name="open_conversation")
-    rename.click(rename_conversation, [picker, title], [note, *listed], api_name="rename_conversation")
-    delete.click(delete_conversation, [picker, conversation, chatbot], [note, *listed, chatbot, conversation],
+    panel["refresh"].click(list_conversations, None, listed, api_name="list_conversations")
+    panel["open"].click(open_conversation, [picker], [chatbot, conversation, retrieved, query_id, note],
+                api_name="open_conversation")
+    panel["rename"].click(rename_conversation, [picker, title], [note, *listed], api_name="rename_conversation")
+    panel["delete"].click(delete_conversation, [picker, conversation, chatbot], [note, *listed, chatbot, conversation],
                  api_name="delete_conversation")
-    export.click(export_conversation, [picker], [download], api_name="export_conversation")
-    return {"refresh": (list_conversations, [], listed)}
+    panel["export"].click(export_conversation, [picker], [download], api_name="export_conversation")
+    return list_conversations, [], listed

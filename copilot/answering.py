@@ -32,9 +32,9 @@ import numpy as np
 from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
+from copilot.followups import FollowUp
 from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
-from copilot.followups import FollowUp
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken

@@ -35,8 +35,8 @@ _WORD = re.compile(r"[^\W_]+(?:'[a-z]+)?")
 
 @dataclass(frozen=True)
 class FollowUp:
-    """How a follow-up is searched for besides as asked: ``query`` is the question with the carried subject
-    ``terms``, taken from the earlier question ``subject``."""
+    """How a follow-up is searched for: ``query`` is the question with the carried subject ``terms``, taken from
+    the earlier question ``subject``."""
 
     query: str
     subject: str

@@ -165,6 +165,11 @@ class Settings(BaseSettings):
     bibtex_max_kb: int = Field(2048, ge=1, description="Largest BibTeX file one import may read, in KB.")
     bibtex_max_entries: int = Field(500, ge=1, description="Most entries one BibTeX import may hold.")
     max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
+    follow_up_turns: int = Field(3, ge=0, description="Earlier turns of a conversation a follow-up question may "
+                                 "lean on for retrieval (the subject of the latest one that stands alone); 0: every "
+                                 "question is searched for alone.")
+    max_conversation_title_chars: int = Field(80, ge=10, description="Longest title of a kept conversation "
+                                              "(a first question's title is cut there).")
     max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "

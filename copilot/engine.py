@@ -18,14 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from copilot import prompts
+from copilot import followups, prompts
 from copilot.answering import (
     DEFAULT_USER, QUEUE_POLL_S, Answerer, AskResult, ThoughtWorker, source_text, stream_until_repeating,
     trim_repetition,
 )
 from copilot.config import Settings
+from copilot.conversations import export_markdown, sources_of, title_from
 from copilot.embeddings import Embedder, get_embedder
 from copilot.errors import NotFound, UserError
+from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
@@ -49,7 +51,9 @@ from copilot.tasks.refresh import (
 )
 from copilot.tasks.trends import Trends, trends_and_ideas
 from copilot.tasks.writing import Draft
-from copilot.types import AnswerSources, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh
+from copilot.types import (
+    AnswerSources, Conversation, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh,
+)
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
 
@@ -328,26 +332,114 @@ class Copilot(Answerer):
 
     def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
                     include_public: bool = False, share_thought: bool = False, use_thoughts: bool = True,
-                    write_thought: bool = True) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+                    write_thought: bool = True, conversation_id: int | str | None = None
+                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """One personalised turn, as the Chat tab and ``python -m copilot ask`` run it: refused when the line for
         the model is full; embed the message once (memories, then sources), personalise with the persona and
         recalled memories, ask for the answer in the user's language (:meth:`answer_language`; by default the
         question's), then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories too); once
-        it is answered, keep what the user said about themselves."""
+        it is answered, keep what the user said about themselves and keep the turn in the user's conversation
+        ``conversation_id`` (none: a new one, titled from this message; the :class:`AskResult` names it). A
+        follow-up in a conversation is searched for with its recent turns' subject (:mod:`copilot.followups`); it
+        is answered as asked."""
+        if conversation_id not in (None, ""):
+            conversation_id = self._conversation(conversation_id, user_id).id
+        else:
+            conversation_id = None
         if paper_ids:
             self.visible_paper_ids(user_id, paper_ids)  # only papers this user may see
         admit_answer(self.llm, self.settings)
         vector = self.embedder.encode_query(message)
         about, memories = self.memories.about(user_id, message, vector)
+        follow = self.follow_up(user_id, conversation_id, message)
         for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
                                       share_thought=share_thought, use_thoughts=use_thoughts,
                                       write_thought=write_thought, about_user=about, query_vector=vector,
+                                      follow_up=follow,
                                       language=self.answer_language(user_id) or prompts.LANGUAGE_OF_QUESTION):
             if isinstance(update, AnswerSources):
                 update.memories = memories
             elif isinstance(update, AskResult):
                 self.memories.keep_statements(user_id, message)  # only from a message that was answered
+                update.conversation_id = self._keep_turn(user_id, conversation_id, update)
             yield update
+
+    def follow_up(self, user_id: str, conversation_id: int | None, message: str) -> FollowUp | None:
+        """How ``message`` is searched for after the recent turns of the user's conversation (None: as asked)."""
+        turns_back = self.settings.follow_up_turns
+        if conversation_id is None or turns_back == 0:
+            return None
+        previous = [t.question for t in self.store.conversations.turns(conversation_id, user_id, last=turns_back)]
+        return followups.follow_up(message, previous)
+
+    def _keep_turn(self, user_id: str, conversation_id: int | None, result: AskResult) -> int:
+        """Append the answered turn to the conversation (a new one when there is none, or it was deleted
+        meanwhile); returns the conversation's id."""
+        conversations = self.store.conversations
+        if conversation_id is not None and conversations.add_turn(conversation_id, user_id, result.question,
+                                                                  result.answer, result.query_id) is not None:
+            return conversation_id
+        title = title_from(result.question, self.settings.max_conversation_title_chars)
+        return conversations.start(user_id, title, result.question, result.answer, result.query_id)
+
+    # ----- kept conversations ------------------------------------------------------------------------
+
+    def _conversation(self, conversation_id: int | str | None, user_id: str) -> Conversation:
+        """The user's conversation; :class:`UserError` when none is chosen, :class:`NotFound` when it is not
+        theirs (another user's id reads exactly as a missing one)."""
+        if conversation_id is None or str(conversation_id).strip() == "":
+            raise UserError("Choose a conversation first.")
+        try:
+            wanted = int(str(conversation_id).strip())
+        except ValueError:
+            raise NotFound(f"No conversation '{conversation_id}' of yours.") from None
+        found = self.store.conversations.get(wanted, user_id)
+        if found is None:
+            raise NotFound(f"No conversation #{wanted} of yours.")
+        return found
+
+    def conversations(self, user_id: str) -> list[Conversation]:
+        """The user's kept conversations, the one that last grew first."""
+        return self.store.conversations.list(user_id)
+
+    def open_conversation(self, conversation_id: int | str | None, user_id: str
+                          ) -> tuple[Conversation, list[dict[str, Any]]]:
+        """The user's conversation and its turns in order, each with its question, answer, answered query id,
+        sources (read again: a removed paper's are marked so) and its thought's outcome."""
+        conversation = self._conversation(conversation_id, user_id)
+        turns = []
+        for turn in self.store.conversations.turns(conversation.id, user_id):
+            query = self.store.queries.get(turn.query_id, user_id) if turn.query_id is not None else None
+            turns.append({"question": turn.question, "answer": turn.answer, "query_id": turn.query_id,
+                          "created_at": turn.created_at,
+                          "sources": sources_of(self.store, query.retrieved, user_id) if query else [],
+                          "thought": {"outcome": query.thought_outcome if query else None,
+                                      "thought_id": query.thought_id if query else None,
+                                      "reason": query.thought_reason if query else None}})
+        return conversation, turns
+
+    def rename_conversation(self, conversation_id: int | str | None, title: str, user_id: str) -> Conversation:
+        """Retitle the user's conversation (one line, at most ``COPILOT_MAX_CONVERSATION_TITLE_CHARS``)."""
+        conversation = self._conversation(conversation_id, user_id)
+        text = " ".join((title or "").split())
+        limit = self.settings.max_conversation_title_chars
+        if not text:
+            raise UserError("Type a title first.")
+        if len(text) > limit:
+            raise UserError(f"A title is limited to {limit} characters (this one has {len(text)}).")
+        self.store.conversations.rename(conversation.id, user_id, text)
+        return self._conversation(conversation.id, user_id)
+
+    def delete_conversation(self, conversation_id: int | str | None, user_id: str) -> None:
+        """Delete the user's conversation and its turns (its answers' thoughts and feedback stay)."""
+        conversation = self._conversation(conversation_id, user_id)
+        if not self.store.conversations.delete(conversation.id, user_id):
+            raise NotFound(f"No conversation #{conversation.id} of yours.")
+
+    def export_conversation(self, conversation_id: int | str | None, user_id: str) -> tuple[Conversation, str]:
+        """The user's conversation as Markdown: answers, their numbered references, each thought's outcome."""
+        conversation, turns = self.open_conversation(conversation_id, user_id)
+        return conversation, export_markdown(conversation, turns)
 
     def remember(self, text: str, *, user_id: str = DEFAULT_USER) -> int:
         """Keep something a user said about themselves (see :class:`copilot.memories.PersonalMemories`)."""

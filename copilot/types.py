@@ -419,3 +419,28 @@ class ImportedEntry:
     doi: str | None = None
     files: list[str] = field(default_factory=list)
     detail: str = ""
+
+
+@dataclass
+class Conversation:
+    """One kept chat of a user: its title, when it began and when it last grew, and how many turns it has."""
+
+    id: int
+    user_id: str
+    title: str
+    created_at: str | None
+    updated_at: str | None
+    n_turns: int = 0
+
+
+@dataclass
+class ConversationTurn:
+    """One question of a conversation and the answer it got; ``query_id`` is the answered query, which holds the
+    answer's sources and what became of its thought."""
+
+    id: int
+    conversation_id: int
+    question: str
+    answer: str
+    query_id: int | None
+    created_at: str | None

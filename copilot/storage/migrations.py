@@ -238,14 +238,14 @@ def m007_full_text(db: Database) -> None:
 
 
 @migration
-def m009_answer_language(db: Database) -> None:
+def m008_answer_language(db: Database) -> None:
     """The language a user's answers and drafts are written in (empty: the language of the question)."""
     if "answer_language" not in db["profiles"].columns_dict:
         db["profiles"].add_column("answer_language", str)
 
 
 @migration
-def m008_conversations(db: Database) -> None:
+def m009_conversations(db: Database) -> None:
     """Each user's chats, kept: a conversation (titled from its first question) and its turns in order, each the
     question, the answer as given and the answered query (its sources and its thought's outcome)."""
     db["conversations"].create(

@@ -169,13 +169,13 @@ def m007_full_text(conn: Connection) -> None:
 
 
 @migration
-def m009_answer_language(conn: Connection) -> None:
+def m008_answer_language(conn: Connection) -> None:
     """The language a user's answers and drafts are written in (empty: the language of the question)."""
     conn.execute("ALTER TABLE profiles ADD COLUMN answer_language TEXT")
 
 
 @migration
-def m008_conversations(conn: Connection) -> None:
+def m009_conversations(conn: Connection) -> None:
     """Each user's chats, kept: a conversation (titled from its first question) and its turns in order, each the
     question, the answer as given and the answered query (its sources and its thought's outcome)."""
     _run(conn, """

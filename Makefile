@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-eval clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -52,6 +52,11 @@ bench-latency: $(VENV)/.runtime-installed
 bench-lookup: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench lookup $(LOOKUP_ARGS)
 
+# The embedded models side by side (README, "Embedded models"): answer quality, verdict AUC, first word, speed
+# and memory of each, and the default they choose. MODELS_ARGS takes --quick (about 3 minutes a model), --json.
+bench-models: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench models $(MODELS_ARGS)
+
 # The full evaluation (README, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
 # the embedded model. Writes report.md, report.json and plots to EVAL_OUT and records the run for the dashboard.
 EVAL_OUT ?= data/eval/full
@@ -67,6 +72,7 @@ $(PY):
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
 	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 10 minutes on 2 cores)"
 	$(PIP) install -r requirements.txt
+	$(PY) -m copilot.llm.embedded
 	touch $@
 
 $(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed

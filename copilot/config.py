@@ -49,9 +49,14 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(
         "",
-        description="Model name for the remote backends, or a GGUF file path for the local one. "
-        "Empty: the backend's default (the bundled SmolLM2-135M-Instruct for local).",
+        description="Model name for the remote backends. For the local one: an embedded model (smollm2-135m, "
+        "gemma3-270m) or a path to any GGUF file. Empty: the backend's default (for local, the default embedded "
+        "model chosen by `python -m copilot.bench models`).",
     )
+    llm_prompt_form: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="Local model: how prompts are written for it. chat = its chat template (instruction "
+        "models); completion = one prompt with worked examples (base models); auto = the embedded model's own "
+        "form, or for a GGUF file chat when it carries a chat template.")
     openai_base_url: str = Field("", description="Base URL of an OpenAI-compatible endpoint (…/v1).")
     openai_api_key: str = Field("", description="API key for the OpenAI-compatible endpoint.")
     hf_token: str = Field(
@@ -97,9 +102,10 @@ class Settings(BaseSettings):
                                          "merely restates one source chunk and is dropped.")
     min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
                                   "dropped and no longer retrieved.")
-    relevance_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
+    relevance_weight: float = Field(0.6, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
                                     "the answer's measured relevance to its question (the rest is the LLM's own "
-                                    "verdict probability); 0 = the LLM alone.")
+                                    "verdict probability); 0 = the LLM alone. 0.6: refitted to the default model's "
+                                    "verdict by `python -m copilot.bench models` (README, \"Embedded models\").")
     thought_lease_s: float = Field(60.0, gt=0.0, description="A background thought job whose worker has not renewed "
                                    "its claim for this many seconds (its replica died) is taken over by another.")
     thought_poll_s: float = Field(15.0, gt=0.0, description="How often the web app looks in the database for thought "

@@ -1,12 +1,15 @@
 """Every prompt sent to an LLM, in one place, so they can be read and compared together: answers, thoughts,
 warm-up questions, drafts, ideas and the persona, then the evaluation's task answers, summary tree and judge.
 
-The embedded model is tiny (135M parameters): prompts stay short, concrete and in plain words, with the sources
-numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed character
-changes the replies and the evaluation's scores.
+The embedded models are tiny (135M and 270M parameters): prompts stay short, concrete and in plain words, with
+the sources numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed
+character changes the replies and the evaluation's scores. A base model reads each prompt in its completion form
+(the end of this module).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 CHAT_SYSTEM = (
     "You are Paper Copilot, a helpful assistant for researchers. "
@@ -255,3 +258,119 @@ JUDGE_GRAMMAR = r'''root ::= "better: " ("1" | "2")'''
 def judge_user(query: str, reference: str, first: str, second: str) -> str:
     return (f"Task: {query}\n\nReference: {reference}\n\nAnswer 1: {first}\n\nAnswer 2: {second}\n\n"
             "Which answer is closer to the reference, 1 or 2?")
+
+
+# ----- prompt forms: the same prompts for a base model --------------------------------------------------------
+# Every prompt above is a chat: a system prompt, worked examples as earlier turns, the user turn. An instruction
+# model reads it through its chat template. A base model (Gemma 3 270M, pretrained only) has no chat format: in
+# chat form it drifts off topic, so the backend renders the same messages as one completion prompt, the
+# instruction first, then worked examples, then the user turn and a cue where the reply begins
+# (:func:`completion_prompt`). The examples are made-up papers, never the shared ones the benchmarks ask about.
+
+EXAMPLE_SEPARATOR = "\n\n###\n\n"
+COMPLETION_STOPS = ("\n###", "<end_of_turn>")  # where a base model starts writing the next example
+
+
+@dataclass(frozen=True)
+class CompletionForm:
+    """How one chat prompt reads as a completion: worked (user, reply) examples shown before the messages' own,
+    and the cue after the user turn (``inline``: the reply follows on the cue's line, else on the next).
+
+    ``stops`` end the reply: a base model that has said its paragraph goes on writing the next source or question
+    ("\n\n[2] …", "\n\nQuestion: …"), so a one-paragraph reply stops at its first blank line.
+    """
+
+    shots: tuple[tuple[str, str], ...] = ()
+    cue: str = "Answer:"
+    inline: bool = True
+    stops: tuple[str, ...] = ("\n\n",)
+
+
+_BERT = ("(BERT, Introduction) BERT stands for Bidirectional Encoder Representations from Transformers. It is "
+         "pre-trained on BooksCorpus (800M words) and English Wikipedia (2,500M words).")
+_GLOVE = "(GloVe, Method) GloVe learns word vectors from global word co-occurrence counts."
+_DPR_EXCERPTS = [
+    "(Introduction) Open-domain question answering needs to find passages that hold the answer among millions.",
+    "(Method) Questions and passages are encoded by two BERT encoders trained on question-passage pairs.",
+    "(Results) Dense retrieval beats BM25 by 9 to 19 points of top-20 passage accuracy on five QA datasets.",
+]
+_DPR_ABSTRACT = ("Open-domain question answering needs to find the passages that hold an answer among millions. "
+                 "We show that retrieval can use dense representations alone, learned from a small number of "
+                 "questions and passages by two BERT encoders. Our dense retriever beats BM25 by 9 to 19 points "
+                 "of top-20 passage accuracy on five question answering datasets.")
+_PAPERS = ["Dense Passage Retrieval. Passages are retrieved with learned dense embeddings from two encoders.",
+           "ColBERT. Passages are retrieved by late interaction between the token embeddings of query and passage."]
+_JUDGE_SHOTS = (  # one of each verdict, so the model copies the comparison and not a number
+    (judge_user("What is BERT pre-trained on?", "BooksCorpus and English Wikipedia.",
+                "BERT is a model for translation.", "BERT is pre-trained on BooksCorpus and Wikipedia."),
+     f"{JUDGE_MARKER} 2"),
+    (judge_user("What does GloVe learn from?", "Global word co-occurrence counts.",
+                "GloVe learns from how often words occur together.", "GloVe learns from images."),
+     f"{JUDGE_MARKER} 1"),
+)
+
+# Found by the system prompt a message list starts with (by prefix, so a sentence appended to one keeps its form).
+COMPLETION_FORMS: dict[str, CompletionForm] = {
+    ANSWER_SYSTEM: CompletionForm(shots=((answer_user("What data is BERT pre-trained on?", [_BERT, _GLOVE]),
+                                          "BERT is pre-trained on BooksCorpus (800M words) and English Wikipedia "
+                                          "(2,500M words) [1]."),)),
+    THOUGHT_SYSTEM: CompletionForm(cue="", inline=False),  # its examples are the messages' own turns
+    ABSTRACT_SYSTEM: CompletionForm(shots=((task_user(abstract_task("Dense Passage Retrieval"), _DPR_EXCERPTS),
+                                            _DPR_ABSTRACT),), cue="Abstract:", inline=False),
+    DRAFT_ABSTRACT_SYSTEM: CompletionForm(shots=((abstract_user("Dense Passage Retrieval", _DPR_EXCERPTS),
+                                                  _DPR_ABSTRACT),), cue="Abstract:", inline=False),
+    DRAFT_SYNTHESIS_SYSTEM: CompletionForm(
+        shots=((synthesis_user(_PAPERS), "Both papers retrieve passages with learned embeddings instead of word "
+                "matching [1, 2]. Dense Passage Retrieval compares one vector per query and passage [1], while "
+                "ColBERT keeps one vector per token and matches them late [2], which costs more storage."),),
+        cue="Synthesis:", inline=False),
+    DRAFT_RELATED_SYSTEM: CompletionForm(
+        shots=((related_user("Fast retrieval for question answering", "We make dense retrieval ten times faster.",
+                             _PAPERS),
+                "Dense retrievers learn embeddings of questions and passages [1]. Late interaction keeps one "
+                "embedding per token for more accuracy at a higher cost [2]. Our work makes such retrieval "
+                "faster."),),
+        cue="Related Work:", inline=False, stops=("\n\nSources:", "\n\nOur paper:", "\n\n[")),
+    IDEAS_SYSTEM: CompletionForm(cue="Ideas:", inline=False),  # its example is the messages' own (IDEAS_SHOT)
+    JUDGE_SYSTEM: CompletionForm(shots=_JUDGE_SHOTS, cue="", inline=False),
+}
+DEFAULT_COMPLETION_FORM = CompletionForm(cue="Answer:", inline=False)  # any other prompt: no examples of its own
+
+
+def completion_form(system: str) -> CompletionForm:
+    """The completion form of the prompt whose system prompt is ``system``: the longest registered one it starts
+    with, else :data:`DEFAULT_COMPLETION_FORM`."""
+    keys = [key for key in COMPLETION_FORMS if system.startswith(key)]
+    return COMPLETION_FORMS[max(keys, key=len)] if keys else DEFAULT_COMPLETION_FORM
+
+
+def completion_prompt(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+    """``messages`` (a chat: an optional system prompt, earlier turns, the user turn) as one completion prompt, and
+    the stop strings that end its reply.
+
+    The system prompt comes first, then each worked example (the form's, then the messages' own user/assistant
+    turns) as user text, cue and reply, separated by :data:`EXAMPLE_SEPARATOR`; the last user turn and the cue end
+    it, so the model's continuation is the reply (it stops at :data:`COMPLETION_STOPS` and the form's ``stops``).
+    The fixed part leads, as in the chat form, so llama.cpp re-reads only the part that changed.
+    """
+    system = messages[0]["content"] if messages and messages[0].get("role") == "system" else ""
+    turns = [m for m in messages if m.get("role") != "system"]
+    form = completion_form(system)
+    examples = list(form.shots)
+    pending: list[str] = []
+    for message in turns:
+        if message.get("role") == "assistant" and pending:
+            examples.append(("\n\n".join(pending), message.get("content", "")))
+            pending = []
+        elif message.get("role") != "assistant":
+            pending.append(message.get("content", ""))
+    def cued(user: str, reply: str = "") -> str:
+        if not form.cue:
+            return f"{user}\n{reply}"
+        if form.inline:  # "Answer:" then the reply on the same line; the model writes its own leading space
+            return f"{user}\n{form.cue}" + (f" {reply}" if reply else "")
+        return f"{user}\n{form.cue}\n{reply}"
+
+    parts = [cued(user, reply.strip()) for user, reply in examples] + [cued("\n\n".join(pending))]
+    head = f"{system}{EXAMPLE_SEPARATOR}" if system else ""
+    return head + EXAMPLE_SEPARATOR.join(parts), [*COMPLETION_STOPS, *form.stops]

@@ -35,6 +35,13 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+@pytest.fixture(params=["smollm2-135m", "gemma3-270m"])
+def embedded_model(request: pytest.FixtureRequest) -> str:
+    """Each embedded model in turn (``COPILOT_LLM_MODEL``): the end-to-end tests with the real model run with both,
+    each in its own prompt form (chat for SmolLM2-135M-Instruct, completion for the Gemma 3 270M base model)."""
+    return request.param
+
+
 def free_port() -> int:
     import socket
 

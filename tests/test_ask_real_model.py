@@ -1,4 +1,4 @@
-"""End to end with the embedded SmolLM2 model: add a real paper, ask twice through the CLI, read the record."""
+"""End to end with each embedded model: add a real paper, ask twice through the CLI, read the record."""
 
 import json
 import subprocess
@@ -17,8 +17,9 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_ask_json_with_the_embedded_model(tmp_path: Path) -> None:
-    env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80"}
+def test_ask_json_with_the_embedded_model(tmp_path: Path, embedded_model: str) -> None:
+    env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
+                         "COPILOT_LLM_MODEL": embedded_model}
     added = cli("-m", "copilot", "papers", "add", str(SHARED_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
                 env=env)
     assert added.returncode == 0, added.stderr

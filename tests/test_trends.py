@@ -141,11 +141,12 @@ def test_stored_persona_scope_and_errors(copilot: Copilot, llm: ScriptedLLM, tmp
 
 
 @pytest.mark.slow
-def test_real_model_ideas(real_library: tuple[Path, dict[str, str]]) -> None:
+def test_real_model_ideas(real_library: tuple[Path, dict[str, str]], embedded_model: str) -> None:
     data_dir, ids = real_library
     result = subprocess.run([sys.executable, "-m", "copilot", "ideas", "--persona", "A researcher working on "
                              "scientific document representations and citation recommendation.", "--json",
-                             "--data-dir", str(data_dir)], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                             "--data-dir", str(data_dir)], cwd=ROOT,
+                            env=clean_env() | {"COPILOT_LLM_MODEL": embedded_model}, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)

@@ -1,5 +1,5 @@
 """``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``,
-``make bench-lookup``, ``followups``)."""
+``make bench-lookup``, ``make bench-models``, ``followups``)."""
 
 from __future__ import annotations
 
@@ -151,6 +151,42 @@ def lookup(methods: str, as_json: bool) -> None:
             print(json.dumps(row), flush=True)
     else:
         print(markdown(rows, about))
+
+
+@bench.command(help="Every embedded model through the same paths, and the default chosen (see "
+               "copilot/bench/models.py).")
+@click.option("--quick", is_flag=True, help="8 lookup questions with answers of up to 64 tokens, 8 calibration pairs, "
+              "the quick evaluation's abstract-single (a few minutes a model on 2 cores).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per model, one per line.")
+@click.option("--target", "target_s", type=float, default=None,
+              help="Time to the first answer word a new default may not exceed (default: FIRST_WORD_TARGET_S).")
+@click.option("--together", is_flag=True, help="Measure the models at the same time, each in its own process (on a "
+              "machine other jobs share, so that both meet the same load; each is slower than alone).")
+@click.option("--one", default=None, hidden=True, help="Measure this model in this process (the per-model half).")
+@click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, hidden=True)
+def models(quick: bool, as_json: bool, target_s: float | None, together: bool, one: str | None,
+           library: Path | None) -> None:
+    from copilot.bench import models as bench_models
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    apply_offline_defaults(Settings())
+    size = bench_models.QUICK if quick else bench_models.FULL
+    if one:
+        if library is None:
+            raise click.BadParameter("--one needs --library", param_hint="--library")
+        print(json.dumps(bench_models.measure(one, library, size, log)), flush=True)
+        return
+    target = bench_models.FIRST_WORD_TARGET_S if target_s is None else target_s
+    rows = bench_models.run(quick, log, together=together)
+    chosen = bench_models.choose(rows, target)
+    if as_json:
+        for row in rows:
+            print(json.dumps(bench_models.json_row(row)), flush=True)
+        log(f"chosen: {chosen['model']}; relevance weight {chosen['relevance_weight']}")
+    else:
+        print(bench_models.markdown(rows, chosen, target))
 
 
 @bench.command(help="Recall@5 of follow-up questions with and without their conversation's context (see "

@@ -70,6 +70,7 @@ def get_llm(settings: Settings | None = None) -> ChatModel:
     key = (
         settings.resolved_backend(),
         settings.llm_model,
+        settings.llm_prompt_form,
         settings.openai_base_url,
         settings.openai_api_key,
         settings.hf_token,

@@ -76,6 +76,7 @@ class ChatModel(ABC):
     """A chat LLM: ``stream`` is the primitive, ``chat`` collects it."""
 
     name: str = "llm"
+    licence: str | None = None  # the model's terms, where the backend knows them (the embedded models do)
 
     def __init__(self, slots: int = 1) -> None:
         self.usage = UsageCounter()

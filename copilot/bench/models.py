@@ -43,9 +43,9 @@ from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS
 
 JSON_KEYS = ("model", "default", "abstract_rouge_l", "lookup_exact", "verdict_auc", "ttft_p50_s", "tokens_per_s",
              "rss_mb")
-# One user's first answer word, 2 idle cores: the many-users benchmark measured 1.46 s p50 for the shipped model
-# (README, "Many users on one machine"); a new default may not make a visitor wait longer than this.
-FIRST_WORD_TARGET_S = 2.0
+# The many-users target for one user's first answer word on 2 idle cores: p50 at most 4 s (README, "Many users on
+# one machine", where SmolLM2 measured 1.46 s); a new default may not make a visitor wait longer than this.
+FIRST_WORD_TARGET_S = 4.0
 USER = "models"
 PAPERS_DIR = SHARED_DATA_DIR / "papers"
 WEIGHTS = [round(0.05 * i, 2) for i in range(21)]

@@ -1,12 +1,17 @@
-"""The query-side adapter at read time: a few NumPy matrix products on one query embedding.
+"""The query-side adapters at read time, and the one loader that picks the kind from the file.
 
-Reading needs no torch graph, no tokenizer and no LLM: the adapter is stored as plain arrays in an ``.npz``
-file with its configuration as a JSON string beside them, so loading never unpickles anything.
+Two kinds share one surface (``kind``, ``weight``, ``config``, ``dimension``, ``adapt(plain, texts)``):
+
+- the shipped default, a LoRA inside the query encoder (:mod:`copilot.association.lora`, a directory);
+- the older residual MLP on the output vector: a few NumPy matrix products on one query embedding, stored as
+  plain arrays in an ``.npz`` file with its configuration as a JSON string beside them, so loading never
+  unpickles anything. It stays as a fallback kind (``COPILOT_ASSOCIATION_ADAPTER=path/to/file.npz``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +21,9 @@ import numpy as np
 from copilot.errors import UserError
 from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the package
 
-DEFAULT_ADAPTER_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
+DEFAULT_MLP_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
+DEFAULT_LORA_PATH = Path(__file__).resolve().parent / "default_lora"
+DEFAULT_ADAPTER_PATH = DEFAULT_LORA_PATH if DEFAULT_LORA_PATH.is_dir() else DEFAULT_MLP_PATH
 KINDS = ("residual_mlp", "linear", "mlp")
 _GELU_C = float(np.sqrt(2.0 / np.pi))
 
@@ -75,6 +82,10 @@ class QueryAdapter:
             out = q + delta if self.kind == "residual_mlp" else delta
         return unit_rows(out)
 
+    def adapt(self, plain: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
+        """E_θ(q) from the plain vectors (this kind never reads the texts)."""
+        return self.transform(plain)
+
     def save(self, path: str | Path) -> Path:
         """Write the arrays and the configuration (weight and kind included) to one ``.npz`` file."""
         path = Path(path)
@@ -86,9 +97,14 @@ class QueryAdapter:
         return path
 
 
-def load_adapter(path: str | Path | None = None) -> QueryAdapter:
-    """The adapter stored at ``path``; without one, the trained default shipped with this package."""
+def load_adapter(path: str | Path | None = None, base_model: str | Path | None = None) -> Any:
+    """The adapter stored at ``path`` (a LoRA directory or an ``.npz`` file); without one, the trained default
+    shipped with this package. ``base_model``: the embedder's model directory a LoRA is applied to."""
     path = Path(path) if path is not None else DEFAULT_ADAPTER_PATH
+    if path.is_dir():
+        from copilot.association.lora import load_lora
+
+        return load_lora(path, base_model)
     if not path.exists():
         raise AdapterFileError(f"No adapter file at {path}; train one with `python -m copilot.association train`.")
     try:

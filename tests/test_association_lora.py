@@ -18,7 +18,7 @@ from copilot.association.cli import cli
 from copilot.association.data import Life
 from copilot.association.heldout import pooled_with_distractors, relation_of_queries
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
-from copilot.association.lora_training import LoraTrainConfig, build_lora_model, summed_info_nce
+from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
@@ -54,6 +54,22 @@ def test_zero_deltas_read_like_the_frozen_encoder(embedder: Embedder) -> None:
     with torch.no_grad():
         ours = mean_pooled(model, tokenizer, TEXTS, max_tokens).numpy()
     assert np.allclose(ours, embedder.encode_documents(TEXTS), atol=1e-5)
+
+
+def test_split_reading_of_the_top_layers_equals_the_whole_pass(embedder: Embedder) -> None:
+    """Training runs the frozen lower layers once per text and only the layers with deltas at each step."""
+    torch.manual_seed(1)
+    tokenizer, base, max_tokens = load_base_transformer(embedder.model_path)
+    model = build_lora_model(base, LoraTrainConfig(r=4, layers=(4, 5), targets=("query", "value", "dense")))
+    for name, p in model.named_parameters():
+        assert "lora" not in name or ".layer.4." in name or ".layer.5." in name
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, 0, 0.1)
+    model.eval()
+    split = SplitEncoder(model.base_model.model, tokenizer, max_tokens, 4)
+    with torch.no_grad():
+        assert np.allclose(split(TEXTS).numpy(), mean_pooled(model, tokenizer, TEXTS, max_tokens).numpy(), atol=1e-5)
+    assert len(split.states) == len(TEXTS)
 
 
 def test_saved_lora_loads_merged_and_changes_only_the_question(lora_dir: Path, embedder: Embedder) -> None:

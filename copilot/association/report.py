@@ -47,6 +47,26 @@ def held_out_lives(adapter: Any, lives: Sequence[Life]) -> list[Life]:
     return [life for life in lives if life.person in names]
 
 
+class Remembering:
+    """An adapter whose E_θ(q) of each text is computed once per report: the held-out queries are scored in
+    two pools, and a LoRA pass over thousands of questions is the slow part on a CPU."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.inner = adapter
+        self.kind, self.weight, self.config = adapter.kind, adapter.weight, adapter.config
+        self.dimension, self.n_parameters = adapter.dimension, adapter.n_parameters
+        self._seen: dict[str, np.ndarray] = {}
+
+    def adapt(self, plain: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
+        if texts is None:
+            return self.inner.adapt(plain, None)
+        missing = [i for i, t in enumerate(texts) if t not in self._seen]
+        if missing:
+            fresh = self.inner.adapt(plain[missing], [texts[i] for i in missing])
+            self._seen.update({texts[i]: v for i, v in zip(missing, fresh, strict=True)})
+        return np.stack([self._seen[t] for t in texts])
+
+
 def scored(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, baseline: Any | None) -> EvalResult:
     """Plain, association term alone and combined under ``adapter``; the baseline's combined score beside."""
     result = evaluate(memories, queries, cache, adapter,
@@ -124,6 +144,8 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
                  ) -> tuple[str, dict]:
     """Markdown and JSON of every figure; ``eval_dir`` also receives the benchmarks as eval-command files."""
     held = held_out_lives(adapter, lives)
+    adapter = Remembering(adapter)
+    baseline = Remembering(baseline) if baseline is not None else None
     scorers = (*SCORERS[:2], *([BASELINE] if baseline is not None else []), ASSOCIATION)
     head = (f"Adapter: {adapter.kind}, {adapter.n_parameters:,} parameters, w = {adapter.weight}; held-out "
             f"persons: {len({life.person for life in held})}, statements: {len(held)}")

@@ -145,12 +145,14 @@ def test_distractors_join_each_persons_search() -> None:
     assert relation_of_queries(lives, queries)[:3] == ["causal"] * 3
 
 
-def test_the_shipped_default_is_the_lora_and_the_mlp_stays_a_fallback() -> None:
-    assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and DEFAULT_MLP_PATH.exists()
+def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None:
+    assert DEFAULT_ADAPTER_PATH == DEFAULT_MLP_PATH and load_adapter().kind == "residual_mlp"
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
-    assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) >= 30
-    assert load_adapter(DEFAULT_MLP_PATH).kind == "residual_mlp"
+    assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) == 94
+    lora = load_adapter(DEFAULT_LORA_PATH)
+    assert lora.kind == LORA_KIND and lora.weight == 0.5
+    assert sorted(lora.config["test_persons"]) == sorted(load_adapter().config["val_persons"]), "the same split"
 
 
 def test_eval_command_keeps_its_json_keys(tmp_path: Path, lora_dir: Path) -> None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 LORA_KIND = "lora"
 CONFIG_FILE = "association.json"
 PEFT_FILES = ("adapter_config.json", "adapter_model.safetensors")
+BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def is_lora_dir(path: str | Path) -> bool:
@@ -138,6 +139,9 @@ def save_lora(model: Any, path: str | Path, weight: float, config: dict[str, Any
     for extra in path.iterdir():  # peft writes a README model card; the package ships only what loading reads
         if extra.name not in (*PEFT_FILES, CONFIG_FILE):
             extra.unlink()
+    peft_config = json.loads((path / PEFT_FILES[0]).read_text(encoding="utf-8"))
+    peft_config["base_model_name_or_path"] = BASE_MODEL_NAME  # not this machine's path: the base is given at load
+    (path / PEFT_FILES[0]).write_text(json.dumps(peft_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     info = dict(config, kind=LORA_KIND, weight=float(weight))
     (path / CONFIG_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path

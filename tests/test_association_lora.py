@@ -13,11 +13,20 @@ import torch
 from click.testing import CliRunner
 
 from copilot.association import AssociativeScorer, load_adapter
-from copilot.association.adapter import DEFAULT_ADAPTER_PATH, DEFAULT_LORA_PATH, DEFAULT_MLP_PATH, AdapterFileError
+from copilot.association.adapter import (
+    DEFAULT_ADAPTER_PATH,
+    DEFAULT_LORA_PATH,
+    DEFAULT_MLP_PATH,
+    AdapterFileError,
+    QueryAdapter,
+    unit_rows,
+)
 from copilot.association.cli import cli
 from copilot.association.data import Life
+from copilot.association.embedcache import EmbeddingCache
 from copilot.association.heldout import pooled_with_distractors, relation_of_queries
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
+from copilot.association.report import both_sides
 from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
@@ -169,3 +178,19 @@ def test_eval_command_keeps_its_json_keys(tmp_path: Path, lora_dir: Path) -> Non
     keys = {"recall@1", "recall@5", "recall@10"}
     assert set(report) == {"n_queries", "untrained", "association"} and report["n_queries"] == 1
     assert set(report["untrained"]) == keys and set(report["association"]) == keys
+
+
+def test_both_sides_ablation_with_an_identity_adapter_changes_nothing() -> None:
+    """An identity adapter reads memories as the base model does, so all three rankings must agree."""
+    def encode(texts):  # noqa: ANN001, ANN202
+        return unit_rows(np.stack([np.random.default_rng(sum(map(ord, t))).normal(size=8) for t in texts]))
+
+    dim = 8
+    identity = QueryAdapter("residual_mlp", {"W1": np.zeros((4, dim)), "b1": np.zeros(4), "W2": np.zeros((dim, 4)),
+                                             "b2": np.zeros(dim)}, 0.5)
+    lives = [Life(p, f"{p} said thing {i}", "state", "later", (f"{p} trigger {i}",), "q?") for p in "xy"
+             for i in range(6)]
+    row = both_sides(lives, EmbeddingCache(encode, "fake"), identity)
+    assert row["n_queries"] == 12
+    assert row["plain_recall@10"] == row["query_side_recall@10"] == row["both_sides_recall@10"]
+    assert row["mcnemar_both_vs_query_side"]["p_value"] == 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -70,7 +71,7 @@ def cli() -> None:
 @click.option("--targets", default=None, help="LoRA target modules, comma-separated (e.g. query,value).")
 @click.option("--lr", default=None, type=float, help="LoRA learning rate.")
 @click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
-@click.option("--train-fraction", default=1.0, show_default=True, help="LoRA: share of the training persons used.")
+@click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
                    "the LoRA's validation distractors.")
@@ -102,6 +103,11 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
         return
     from copilot.association.training import TrainConfig, train as run_training
 
+    if train_fraction < 1.0:  # the data-size curve: a seeded share of the training persons, same held-out ones
+        train_persons, _ = split_persons(persons_of(lives), val_persons, split_seed)
+        random.Random(2).shuffle(train_persons)
+        keep = set(train_persons[:round(train_fraction * len(train_persons))]) | set(held_out)
+        lives = [life for life in lives if life.person in keep]
     config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold)
     if epochs is not None:
         config.epochs = epochs
@@ -200,20 +206,21 @@ def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, 
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True, help="'' to skip LoCoMo.")
 @click.option("--distractors", "per_person", default=300, show_default=True,
               help="Distractor lines (LoCoMo turns) added to each held-out person's search.")
+@click.option("--both-sides", is_flag=True, help="Also let the adapter read the memories (an ablation).")
 @click.option("--timing-queries", default=100, show_default=True)
 @click.option("--write-eval-files", "eval_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the benchmarks as eval-command JSONL files into this directory.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
 def report(adapter_path: str | None, baseline_path: str | None, data: str, locomo: str, per_person: int,
-           timing_queries: int, eval_dir: str | None, as_json: bool, cache_file: str | None) -> None:
+           both_sides: bool, timing_queries: int, eval_dir: str | None, as_json: bool, cache_file: str | None) -> None:
     _threads()
     embedder, cache = _embedding_cache(cache_file)
     adapter = load_adapter(adapter_path, embedder.model_path)
     baseline = load_adapter(baseline_path, embedder.model_path) if baseline_path else None
     text, data_out = build_report(adapter, load_lives(data), cache, Path(locomo) if locomo else None,
                                   AssociativeScorer(embedder, adapter), timing_queries,
-                                  Path(eval_dir) if eval_dir else None, baseline, per_person)
+                                  Path(eval_dir) if eval_dir else None, baseline, per_person, both_sides)
     cache.save()
     click.echo(json.dumps(data_out, indent=2) if as_json else text)
 

@@ -27,6 +27,7 @@ from copilot.association.data import RELATIONS, Life, locomo_benchmark, lives_be
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ADAPTER_ONLY, ASSOCIATION, UNTRAINED, EvalResult, evaluate, format_table
 from copilot.association.heldout import DISTRACTORS_PER_PERSON, benchmarks, relation_of_queries
+from copilot.association.metrics import mcnemar_exact
 from copilot.association.scoring import AssociativeScorer
 
 ALONE = "association term alone"
@@ -76,6 +77,28 @@ def scored(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, b
         result.recall.update(other.recall)
         result.rank.update(other.rank)
     return result
+
+
+def both_sides(lives: Sequence[Life], cache: EmbeddingCache, adapter: Any, k: int = 10) -> dict:
+    """The ablation "query side against both sides", at evaluation only: the same adapter also reads the
+    memories, cos(E(q), E(m)) + w·cos(E_θ(q), E_θ(m)), on the pooled held-out statements (triggers)."""
+    memories, queries = lives_benchmark(lives, pooled=True)
+    texts = [m.text for m in memories]
+    plain_m, plain_q = cache.encode(texts), cache.encode([q.text for q in queries])
+    adapted_q = adapter.adapt(plain_q, [q.text for q in queries])
+    adapted_m = adapter.adapt(plain_m, texts)
+    gold = np.array([[m.id for m in memories].index(q.gold[0]) for q in queries])
+
+    def hits(scores: np.ndarray) -> np.ndarray:
+        return (np.argsort(-scores, axis=1, kind="stable")[:, :k] == gold[:, None]).any(1).astype(float)
+
+    plain = hits(plain_q @ plain_m.T)
+    query_side = hits(plain_q @ plain_m.T + adapter.weight * adapted_q @ plain_m.T)
+    both = hits(plain_q @ plain_m.T + adapter.weight * adapted_q @ adapted_m.T)
+    return {"n_queries": len(queries), f"plain_recall@{k}": round(100 * plain.mean(), 2),
+            f"query_side_recall@{k}": round(100 * query_side.mean(), 2),
+            f"both_sides_recall@{k}": round(100 * both.mean(), 2),
+            "mcnemar_both_vs_query_side": asdict(mcnemar_exact(query_side, both))}
 
 
 def relation_table(result: EvalResult, relations: Sequence[str], scorers: Sequence[str], k: int = 10) -> dict:
@@ -140,8 +163,8 @@ def _relation_markdown(table: dict, scorers: Sequence[str]) -> str:
 
 def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, locomo: Path | None,
                  scorer: AssociativeScorer | None, timing_queries: int = 100, eval_dir: Path | None = None,
-                 baseline: Any | None = None, distractors_per_person: int = DISTRACTORS_PER_PERSON
-                 ) -> tuple[str, dict]:
+                 baseline: Any | None = None, distractors_per_person: int = DISTRACTORS_PER_PERSON,
+                 with_both_sides: bool = False) -> tuple[str, dict]:
     """Markdown and JSON of every figure; ``eval_dir`` also receives the benchmarks as eval-command files."""
     held = held_out_lives(adapter, lives)
     adapter = Remembering(adapter)
@@ -169,6 +192,12 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
         sections.append(f"**Trigger Recall@10 by relation, {label}**\n\n" + _relation_markdown(table, scorers))
         block["by_relation_recall@10"] = table
         data["held_out"][pool] = block
+    if with_both_sides:
+        data["both_sides"] = row = both_sides(held, cache, adapter)
+        sections.append("**Query side against both sides** (triggers, held-out statements alone; evaluation "
+                         "only): plain {plain_recall@10}, query side {query_side_recall@10}, both sides "
+                         "{both_sides_recall@10} (Recall@10)".format(**row)
+                         + f", McNemar p {row['mcnemar_both_vs_query_side']['p_value']:.2g}.")
     if locomo_queries:
         result = scored(locomo_memories, locomo_queries, cache, adapter, baseline)
         sections.append(format_table(result, scorers, "LoCoMo evidence recall (questions → own conversation)"))

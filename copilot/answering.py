@@ -32,6 +32,7 @@ import numpy as np
 from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
+from copilot.followups import FollowUp
 from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
@@ -56,6 +57,8 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict)
     thought: ThoughtOutcome | None = None  # None while the background worker has not written it
     grounding: Grounding | None = None  # each sentence's support in the sources
+    conversation_id: int | None = None  # the kept conversation this turn belongs to (the chat's)
+    searched_for: str | None = None  # a follow-up's self-contained retrieval query, when it was one
 
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
@@ -245,22 +248,26 @@ class Answerer:
         return self.worker.flush(timeout)
 
     def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
-                 paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None) -> list[RetrievedItem]:
-        """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it."""
+                 paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,
+                 follow_up: FollowUp | None = None) -> list[RetrievedItem]:
+        """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it.
+        A ``follow_up`` (:mod:`copilot.followups`) is searched for by its self-contained query instead."""
         s = self.settings
-        vector = query_vector if query_vector is not None else self.embedder.encode_query(question)
+        text = follow_up.query if follow_up is not None else question
+        vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids,
-                                      thought_query_vector=self.associative_vector(vector, question),
-                                      query_text=question, **retrieval_options(s))
+                                      thought_query_vector=self.associative_vector(vector, text),
+                                      query_text=text, **retrieval_options(s))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
 
     def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
-                   about_user: str | None = None, query_vector: np.ndarray | None = None
+                   about_user: str | None = None, query_vector: np.ndarray | None = None,
+                   follow_up: FollowUp | None = None, language: str | None = None
                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
         while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
@@ -268,18 +275,22 @@ class Answerer:
 
         ``share_thought`` puts the new thought in the public pool; ``about_user`` (a persona, recalled
         memories) personalises the answer without touching retrieval; ``query_vector`` is the question's
-        embedding when the caller has already computed it (the chat recalls memories with it first).
+        embedding when the caller has already computed it (the chat recalls memories with it first);
+        ``follow_up``: how to search for a question that leans on the turns before it (see :meth:`retrieve`).
+        ``language`` is the one the answer is asked in (:func:`copilot.prompts.in_language`): retrieval still
+        embeds the question as it was asked (or, for a follow-up, as its self-contained query).
         """
         question = check_question(question, self.settings)
         t0 = time.perf_counter()
         items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
-                              paper_ids=paper_ids, query_vector=query_vector)
+                              paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up)
         t1 = time.perf_counter()
         yield AnswerSources(items, round(1000 * (t1 - t0), 1))
         # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
         messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                     {"role": "user",
-                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user)}]
+                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user,
+                                                          language=language)}]
         answer = ""
         first_word = None
         ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
@@ -307,7 +318,8 @@ class Answerer:
             checked = None
         timings["grounding_ms"] = round(1000 * (time.perf_counter() - t2), 1)
         query_id = self._record(user_id, question, answer, items, timings, share_thought)
-        result = AskResult(query_id, question, answer, items, timings, grounding=checked)
+        result = AskResult(query_id, question, answer, items, timings, grounding=checked,
+                           searched_for=follow_up.query if follow_up else None)
         if write_thought:
             self._results[query_id] = (result, t2)
             self.worker.submit(query_id)

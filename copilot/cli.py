@@ -143,9 +143,11 @@ def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (waits for the thought, so the record is whole).")
 @click.option("--no-thoughts", is_flag=True, help="Neither retrieve nor write thoughts.")
 @click.option("--papers", default=None, help="Only these paper ids, comma-separated.")
+@click.option("--conversation", "conversation_id", type=int, default=None,
+              help="Continue this kept conversation of --user (default: start a new one).")
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: str | None,
-        data_dir: str | None) -> None:
+        conversation_id: int | None, data_dir: str | None) -> None:
     from copilot.engine import AskResult, Copilot
     from copilot.errors import SHOWN, one_line
     from copilot.limits import check_question
@@ -162,7 +164,7 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
     result: AskResult | None = None
     try:  # the chat's turn: the user's persona and recalled memories personalise it, their statements are kept
         for update in copilot.chat_stream(user_id, question, paper_ids=paper_ids, use_thoughts=not no_thoughts,
-                                          write_thought=not no_thoughts):
+                                          write_thought=not no_thoughts, conversation_id=conversation_id):
             if isinstance(update, AskResult):
                 result = update
             elif isinstance(update, str) and not as_json:
@@ -174,7 +176,8 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
     assert result is not None
     copilot.flush()
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        click.echo(json.dumps(result.as_dict() | {"conversation_id": result.conversation_id,
+                                                  "searched_for": result.searched_for}, indent=2))
         return
     click.echo("\n")
     if result.grounding and result.grounding.unsupported:
@@ -186,6 +189,47 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
         click.echo(f"[{source['n']}] {source['label']} (score {source['score']:.2f})")
     if result.thought:
         click.echo(f"thought: {result.thought.outcome} {result.thought.reason}".rstrip())
+    searched = f", searched for: {result.searched_for}" if result.searched_for else ""
+    click.echo(f"conversation #{result.conversation_id} (continue it with --conversation {result.conversation_id})"
+               f"{searched}")
+
+
+@cli.group(cls=Commands, help="List and export kept conversations (`ask --conversation N` continues one).")
+def conversations() -> None:
+    pass
+
+
+@conversations.command(name="list", help="The user's conversations, newest first.")
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--data-dir", default=None)
+def conversations_list(user_id: str, as_json: bool, data_dir: str | None) -> None:
+    from copilot.engine import Copilot
+
+    found = Copilot.open(_settings(data_dir)).conversations(user_id)
+    if as_json:
+        click.echo(json.dumps([vars(c) for c in found], indent=2))
+        return
+    for c in found:
+        click.echo(f"#{c.id:<4} {c.n_turns} question(s)  {(c.updated_at or '')[:16]}  {c.title}")
+    if not found:
+        click.echo("No conversations yet: ask with `python -m copilot ask`.")
+
+
+@conversations.command(name="export", help="One conversation as Markdown: answers, references, thought outcomes.")
+@click.argument("conversation_id", type=int)
+@click.option("--user", "user_id", default="local", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write it to this file (default: print).")
+@click.option("--data-dir", default=None)
+def conversations_export(conversation_id: int, user_id: str, out: str | None, data_dir: str | None) -> None:
+    from copilot.engine import Copilot
+
+    _, text = Copilot.open(_settings(data_dir)).export_conversation(conversation_id, user_id)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}")
+    else:
+        click.echo(text, nl=False)
 
 
 @cli.group(help="List, show and delete thoughts.")

@@ -133,6 +133,8 @@ class Settings(BaseSettings):
                                "pages are read.")
     pdf_min_text_pages: float = Field(0.5, ge=0.0, le=1.0, description="Share of a PDF's pages that must yield "
                                       "text; a PDF with fewer (mostly scanned, or damaged) is refused.")
+    passage_dpi: int = Field(110, ge=36, le=300, description="Resolution a cited passage's PDF page is shown at "
+                             "(110: a US Letter page is 935 x 1210 pixels, a PNG of about 320 kB).")
 
     association: bool = Field(
         True,
@@ -161,7 +163,14 @@ class Settings(BaseSettings):
     max_upload_mb_per_user: int = Field(500, ge=1, description="Total size of one user's uploaded PDFs, in MB.")
     max_arxiv_adds_per_day: int = Field(50, ge=1, description="arXiv papers one user may add to the shared library "
                                         "per day.")
+    bibtex_max_kb: int = Field(2048, ge=1, description="Largest BibTeX file one import may read, in KB.")
+    bibtex_max_entries: int = Field(500, ge=1, description="Most entries one BibTeX import may hold.")
     max_question_chars: int = Field(4000, ge=100, description="Longest question or message the chat accepts.")
+    follow_up_turns: int = Field(3, ge=0, description="Earlier turns of a conversation a follow-up question may "
+                                 "lean on for retrieval (the subject of the latest one that stands alone); 0: every "
+                                 "question is searched for alone.")
+    max_conversation_title_chars: int = Field(80, ge=10, description="Longest title of a kept conversation "
+                                              "(a first question's title is cut there).")
     max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "

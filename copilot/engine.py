@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from copilot import followups, prompts
 from copilot.answering import (
     DEFAULT_USER, QUEUE_POLL_S, Answerer, AskResult, ThoughtWorker, source_text, stream_until_repeating,
     trim_repetition,
 )
 from copilot.config import Settings
+from copilot.conversations import export_markdown, sources_of, title_from
 from copilot.embeddings import Embedder, get_embedder
 from copilot.errors import NotFound, UserError
+from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
@@ -33,31 +37,42 @@ from copilot.limits import (
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
 from copilot.storage import Store
-from copilot.tasks import writing
-from copilot.tasks.profile import profile_from_author, profile_from_text, save_profile
+from copilot.tasks import bibliography, writing
+from copilot.tasks.profile import (
+    language_for_prompt, profile_from_author, profile_from_text, save_answer_language, save_profile,
+)
 from copilot.tasks.refresh import (
     RefreshResult,
     followed_categories,
     last_refresh,
+    normalise_category,
     refresh_categories,
     set_followed_categories,
 )
 from copilot.tasks.trends import Trends, trends_and_ideas
 from copilot.tasks.writing import Draft
-from copilot.types import AnswerSources, PaperSummary, Profile, QueuePosition, Refresh
-from ingest.errors import ArxivError, ArxivUnavailable, IngestError
+from copilot.types import (
+    AnswerSources, Conversation, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh,
+)
+from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
 
 
 __all__ = ["DEFAULT_USER", "FEEDBACK_SIGNAL", "MEMORY_MIN_SCORE", "QUEUE_POLL_S", "AskResult", "Copilot",
            "ThoughtWorker", "add_message", "arxiv_url", "source_text", "stream_until_repeating", "trim_repetition"]
 
+EXAMPLE_PAPERS = 3  # papers a first visit's "Add example papers" brings in
 DRAFTS = {"abstract": "draft_abstract", "synthesis": "draft_synthesis", "related": "draft_related_work"}
 
 
 def arxiv_url(paper_id: str | None) -> str | None:
     """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
     return None if not paper_id or paper_id.startswith("pdf-") else abs_url(paper_id)
+
+
+def _folded(text: str) -> str:
+    """``text`` for matching: lower case, accents dropped ("Gödel" matches "godel")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", (text or "").lower()) if not unicodedata.combining(c))
 
 
 def add_message(result: AddResult) -> str:
@@ -112,9 +127,15 @@ class Copilot(Answerer):
 
     # ----- papers ------------------------------------------------------------------------------------
 
-    def papers(self, user_id: str) -> list[PaperSummary]:
-        """The papers this user may see: public arXiv papers and their own uploads."""
-        return self.library.list(user_id)
+    def papers(self, user_id: str, matching: str = "") -> list[PaperSummary]:
+        """The papers this user may see: public arXiv papers and their own uploads; ``matching``: only those whose
+        id, title or authors hold every word of it (case and accents aside)."""
+        papers = self.library.list(user_id)
+        words = _folded(matching).split()
+        if not words:
+            return papers
+        return [p for p in papers
+                if all(w in _folded(" ".join([p.id, p.arxiv_id or "", p.title or "", *p.authors])) for w in words)]
 
     def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str]:
         """``wanted`` restricted to what the user may see; none wanted means the whole visible library."""
@@ -171,7 +192,8 @@ class Copilot(Answerer):
         store = self.store
         # Any form of a stored arXiv id needs no look-up (an upload's id names no arXiv paper: never "found" here).
         stored = {ref: found if (found := self.library.resolve(ref)) and arxiv_url(found) else None for ref in refs}
-        report: list[dict[str, Any]] = [{"ref": found, "ok": True, "message": f"already in your library as {found}"}
+        report: list[dict[str, Any]] = [{"ref": found, "ok": True, "status": "already in the library",
+                                         "message": f"already in your library as {found}"}
                                         for found in dict.fromkeys(v for v in stored.values() if v)]
         new = [ref for ref in refs if not stored[ref]]
         if quotas:
@@ -185,16 +207,41 @@ class Copilot(Answerer):
             try:
                 wanted.append(known[ref] if ref in known else self.library.arxiv.by_id(ref))
             except ArxivUnavailable as exc:
-                report.append({"ref": ref, "ok": False, "message": f"arXiv is unavailable. {exc}"})
+                report.append({"ref": ref, "ok": False, "status": "failed", "message": f"arXiv is unavailable. {exc}"})
+            except ArxivNotFound as exc:
+                report.append({"ref": ref, "ok": False, "status": "not found", "message": f"failed: {exc}"})
             except ArxivError as exc:
-                report.append({"ref": ref, "ok": False, "message": f"failed: {exc}"})
+                report.append({"ref": ref, "ok": False, "status": "failed", "message": f"failed: {exc}"})
         if quotas:
             fresh = sum(1 for m in wanted if not store.papers.exists(m.arxiv_id))
             admit_arxiv_adds(store, self.settings, user_id, fresh)
         results, failures = self.library.add_many(wanted, user_id=user_id, progress=progress)
-        report += [{"ref": r.paper_id, "ok": True, "message": add_message(r)} for r in results]
-        report += [{"ref": ref, "ok": False, "message": f"failed: {why}"} for ref, why in failures]
+        report += [{"ref": r.paper_id, "ok": True, "status": "added" if r.added else "already in the library",
+                    "message": add_message(r)} for r in results]
+        report += [{"ref": ref, "ok": False, "status": "failed", "message": f"failed: {why}"} for ref, why in failures]
         return report
+
+    def import_bibtex(self, source: str | Path, user_id: str, progress: Progress = no_progress, *,
+                      quotas: bool = False) -> list[ImportedEntry]:
+        """Import a BibTeX file (a path: an uploaded file) or its text: arXiv entries are added (as
+        :meth:`add_arxiv` adds, ``quotas`` included), DOIs listed, local PDFs offered for upload (never read);
+        a malformed or oversized file raises one UserError and adds nothing (see
+        :mod:`copilot.tasks.bibliography`)."""
+        return bibliography.import_bibtex(self, source, user_id, progress, quotas=quotas)
+
+    def add_example_papers(self, category: str, user_id: str, progress: Progress = no_progress, *,
+                           quotas: bool = False) -> list[dict[str, Any]]:
+        """A first library: the ``EXAMPLE_PAPERS`` newest arXiv papers of ``category``, added as :meth:`add_arxiv`
+        adds them (with ``quotas``, one arXiv request for the listing, then the additions' allowance). Raises
+        :class:`ArxivUnavailable` offline: the caller says that uploading still works."""
+        category = normalise_category(category)
+        if quotas:
+            admit_search(self.store, self.settings, user_id, 1)
+        newest = self.library.arxiv.by_category(category, max_results=EXAMPLE_PAPERS)[:EXAMPLE_PAPERS]
+        if not newest:
+            raise UserError(f"arXiv lists no recent papers in {category}; choose another category.")
+        return self.add_arxiv([m.arxiv_id for m in newest], user_id, {m.arxiv_id: m for m in newest}, progress,
+                              quotas=quotas)
 
     def refresh(self, user_id: str, categories: list[str], progress: Progress = no_progress, *,
                 quotas: bool = False) -> RefreshResult:
@@ -220,6 +267,25 @@ class Copilot(Answerer):
     def last_refresh(self, user_id: str) -> Refresh | None:
         return last_refresh(self.store, user_id)
 
+    def remove_many(self, paper_ids: list[str], user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
+        """Remove several papers at once, by the rules of :meth:`remove`; every id is checked before any paper is
+        removed, so a list naming one paper that cannot go removes none."""
+        wanted = list(dict.fromkeys((p or "").strip() for p in paper_ids or [] if (p or "").strip()))
+        if not wanted:
+            raise UserError("Choose the papers to remove first.")
+        visible = {p.id: p for p in self.papers(user_id)}
+        unknown = [p for p in wanted if p not in visible]
+        if unknown:
+            raise NotFound(f"No paper {', '.join(repr(p) for p in unknown[:5])} in your library; nothing was removed.")
+        shared = [p for p in wanted if visible[p].shared]
+        if shared and not may_remove_public:
+            raise UserError(f"{len(shared)} of these are arXiv papers, shared by everyone on this instance; only your "
+                            "uploads can be removed. Nothing was removed.")
+        results = [self.remove(p, user_id, may_remove_public=may_remove_public) for p in wanted]
+        return {"removed": [r["paper_id"] for r in results],
+                "chunks_removed": sum(r["chunks_removed"] for r in results),
+                "thoughts_flagged": sum(r["thoughts_flagged"] for r in results)}
+
     def remove(self, paper_id: str, user_id: str, *, may_remove_public: bool) -> dict[str, Any]:
         """Remove a paper: one's own uploads always; shared arXiv papers only where one user owns the instance."""
         paper_id = (paper_id or "").strip()
@@ -237,28 +303,143 @@ class Copilot(Answerer):
         return {"paper_id": result.paper_id, "chunks_removed": result.chunks_removed,
                 "thoughts_flagged": result.thoughts_flagged}
 
+    def source_page(self, user_id: str | None, chunk_id: int) -> Passage:
+        """A cited chunk on its PDF page(s), its words highlighted (:mod:`copilot.passages`), with its section.
+
+        A chunk of a paper the user may not see is refused as a missing one is, so its id tells nothing; a
+        paper whose stored PDF is gone says so (its chunks still answer questions)."""
+        from copilot.passages import render_passage
+
+        chunk = self.store.chunks.visible(int(chunk_id), user_id)
+        paper = self.store.papers.get(chunk.paper_id, user_id) if chunk is not None else None
+        if chunk is None or paper is None or chunk.id is None:
+            raise NotFound(f"No source #{int(chunk_id)} in your library.")
+        stored = Path(paper.pdf_path or "")
+        # The data directory may have moved since the paper was added: the file keeps its name in pdfs/.
+        pdf = next((p for p in (stored, self.library.pdf_dir / stored.name) if paper.pdf_path and p.is_file()), None)
+        if pdf is None:
+            raise UserError(f"The PDF of \"{paper.title or paper.id}\" is no longer stored, so its pages cannot be "
+                            "shown; add the paper again to see them.")
+        try:
+            shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi)
+        except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
+            raise UserError(f"The PDF of \"{paper.title or paper.id}\" could not be read ({exc}).") from exc
+        return Passage(chunk.id, paper.id, paper.title, chunk.section, chunk.text, chunk.page_start, chunk.page_end,
+                       shown.pages, shown.png, shown.width, shown.height, highlights=shown.located.rects,
+                       coverage=round(shown.located.coverage, 3))
+
     # ----- the personalised ask ----------------------------------------------------------------------
 
     def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
                     include_public: bool = False, share_thought: bool = False, use_thoughts: bool = True,
-                    write_thought: bool = True) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+                    write_thought: bool = True, conversation_id: int | str | None = None
+                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """One personalised turn, as the Chat tab and ``python -m copilot ask`` run it: refused when the line for
         the model is full; embed the message once (memories, then sources), personalise with the persona and
-        recalled memories, then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories
-        too); once it is answered, keep what the user said about themselves."""
+        recalled memories, ask for the answer in the user's language (:meth:`answer_language`; by default the
+        question's), then :meth:`ask_stream` (its :class:`AnswerSources` carries the recalled memories too); once
+        it is answered, keep what the user said about themselves and keep the turn in the user's conversation
+        ``conversation_id`` (none: a new one, titled from this message; the :class:`AskResult` names it). A
+        follow-up in a conversation is searched for with its recent turns' subject (:mod:`copilot.followups`); it
+        is answered as asked."""
+        if conversation_id not in (None, ""):
+            conversation_id = self._conversation(conversation_id, user_id).id
+        else:
+            conversation_id = None
         if paper_ids:
             self.visible_paper_ids(user_id, paper_ids)  # only papers this user may see
         admit_answer(self.llm, self.settings)
         vector = self.embedder.encode_query(message)
         about, memories = self.memories.about(user_id, message, vector)
+        follow = self.follow_up(user_id, conversation_id, message)
         for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
                                       share_thought=share_thought, use_thoughts=use_thoughts,
-                                      write_thought=write_thought, about_user=about, query_vector=vector):
+                                      write_thought=write_thought, about_user=about, query_vector=vector,
+                                      follow_up=follow,
+                                      language=self.answer_language(user_id) or prompts.LANGUAGE_OF_QUESTION):
             if isinstance(update, AnswerSources):
                 update.memories = memories
             elif isinstance(update, AskResult):
                 self.memories.keep_statements(user_id, message)  # only from a message that was answered
+                update.conversation_id = self._keep_turn(user_id, conversation_id, update)
             yield update
+
+    def follow_up(self, user_id: str, conversation_id: int | None, message: str) -> FollowUp | None:
+        """How ``message`` is searched for after the recent turns of the user's conversation (None: as asked)."""
+        turns_back = self.settings.follow_up_turns
+        if conversation_id is None or turns_back == 0:
+            return None
+        previous = [t.question for t in self.store.conversations.turns(conversation_id, user_id, last=turns_back)]
+        return followups.follow_up(message, previous)
+
+    def _keep_turn(self, user_id: str, conversation_id: int | None, result: AskResult) -> int:
+        """Append the answered turn to the conversation (a new one when there is none, or it was deleted
+        meanwhile); returns the conversation's id."""
+        conversations = self.store.conversations
+        if conversation_id is not None and conversations.add_turn(conversation_id, user_id, result.question,
+                                                                  result.answer, result.query_id) is not None:
+            return conversation_id
+        title = title_from(result.question, self.settings.max_conversation_title_chars)
+        return conversations.start(user_id, title, result.question, result.answer, result.query_id)
+
+    # ----- kept conversations ------------------------------------------------------------------------
+
+    def _conversation(self, conversation_id: int | str | None, user_id: str) -> Conversation:
+        """The user's conversation; :class:`UserError` when none is chosen, :class:`NotFound` when it is not
+        theirs (another user's id reads exactly as a missing one)."""
+        if conversation_id is None or str(conversation_id).strip() == "":
+            raise UserError("Choose a conversation first.")
+        try:
+            wanted = int(str(conversation_id).strip())
+        except ValueError:
+            raise NotFound(f"No conversation '{conversation_id}' of yours.") from None
+        found = self.store.conversations.get(wanted, user_id)
+        if found is None:
+            raise NotFound(f"No conversation #{wanted} of yours.")
+        return found
+
+    def conversations(self, user_id: str) -> list[Conversation]:
+        """The user's kept conversations, the one that last grew first."""
+        return self.store.conversations.list(user_id)
+
+    def open_conversation(self, conversation_id: int | str | None, user_id: str
+                          ) -> tuple[Conversation, list[dict[str, Any]]]:
+        """The user's conversation and its turns in order, each with its question, answer, answered query id,
+        sources (read again: a removed paper's are marked so) and its thought's outcome."""
+        conversation = self._conversation(conversation_id, user_id)
+        turns = []
+        for turn in self.store.conversations.turns(conversation.id, user_id):
+            query = self.store.queries.get(turn.query_id, user_id) if turn.query_id is not None else None
+            turns.append({"question": turn.question, "answer": turn.answer, "query_id": turn.query_id,
+                          "created_at": turn.created_at,
+                          "sources": sources_of(self.store, query.retrieved, user_id) if query else [],
+                          "thought": {"outcome": query.thought_outcome if query else None,
+                                      "thought_id": query.thought_id if query else None,
+                                      "reason": query.thought_reason if query else None}})
+        return conversation, turns
+
+    def rename_conversation(self, conversation_id: int | str | None, title: str, user_id: str) -> Conversation:
+        """Retitle the user's conversation (one line, at most ``COPILOT_MAX_CONVERSATION_TITLE_CHARS``)."""
+        conversation = self._conversation(conversation_id, user_id)
+        text = " ".join((title or "").split())
+        limit = self.settings.max_conversation_title_chars
+        if not text:
+            raise UserError("Type a title first.")
+        if len(text) > limit:
+            raise UserError(f"A title is limited to {limit} characters (this one has {len(text)}).")
+        self.store.conversations.rename(conversation.id, user_id, text)
+        return self._conversation(conversation.id, user_id)
+
+    def delete_conversation(self, conversation_id: int | str | None, user_id: str) -> None:
+        """Delete the user's conversation and its turns (its answers' thoughts and feedback stay)."""
+        conversation = self._conversation(conversation_id, user_id)
+        if not self.store.conversations.delete(conversation.id, user_id):
+            raise NotFound(f"No conversation #{conversation.id} of yours.")
+
+    def export_conversation(self, conversation_id: int | str | None, user_id: str) -> tuple[Conversation, str]:
+        """The user's conversation as Markdown: answers, their numbered references, each thought's outcome."""
+        conversation, turns = self.open_conversation(conversation_id, user_id)
+        return conversation, export_markdown(conversation, turns)
 
     def remember(self, text: str, *, user_id: str = DEFAULT_USER) -> int:
         """Keep something a user said about themselves (see :class:`copilot.memories.PersonalMemories`)."""
@@ -384,6 +565,15 @@ class Copilot(Answerer):
 
     def profile(self, user_id: str) -> Profile | None:
         return self.store.profiles.get(user_id)
+
+    def answer_language(self, user_id: str) -> str | None:
+        """The language the user's answers and drafts are written in; None: the language of each question."""
+        return language_for_prompt(self.store, user_id)
+
+    def save_answer_language(self, user_id: str, language: str | None) -> str | None:
+        """Keep the user's answer language (empty or "the language of the question": the default); returns it as
+        saved."""
+        return save_answer_language(self.store, user_id, language)
 
     def save_persona(self, user_id: str, persona: str, source: str) -> None:
         save_profile(self.store, user_id, persona, source)

@@ -246,7 +246,8 @@ class Library:
             references=list(parsed.references),
             warnings=list(parsed.warnings),
             added_at=utc_now(),
-            authors=list(metadata.authors) if metadata else [],
+            authors=list(metadata.authors) if metadata else list(parsed.authors),
+            published=None if metadata else parsed.year or None,  # an upload's year, from its PDF
             categories=list(metadata.categories) if metadata else [],
         )
         if metadata:

@@ -30,15 +30,29 @@ ANSWER_SYSTEM = (
 )
 
 
-def answer_user(question: str, sources: list[str], about_user: str | None = None) -> str:
+def answer_user(question: str, sources: list[str], about_user: str | None = None, *,
+                language: str | None = None) -> str:
     """The user turn: numbered sources, what we know of the asker (if anything), then the question.
 
     The order is the prompt's reuse order: the fixed part (system prompt and instructions, ``ANSWER_SYSTEM``)
     comes first, so llama.cpp, which keeps the previous prompt's state and re-reads only from the first token
     that differs, never re-reads it between answers; the sources come next and the question last.
+    ``language``: see :func:`in_language` (the chat always passes one; the evaluation none).
     """
     about = f"About the asker: {about_user}\n\n" if about_user else ""
-    return f"Sources:\n{numbered(sources)}\n\n{about}Question: {question}"
+    return f"Sources:\n{numbered(sources)}\n\n{about}Question: {question}{in_language(language)}"
+
+
+# ----- the language of answers and drafts (a profile setting) -------------------------------------------------
+
+LANGUAGE_OF_QUESTION = "the language of the question"  # the setting's default
+
+
+def in_language(language: str | None) -> str:
+    """The line that asks for a reply in ``language`` (a name, or :data:`LANGUAGE_OF_QUESTION`), after the
+    question, where it changes nothing of the prompt's reused start; none without a language, so a prompt
+    built without one (the evaluation's) is the same text as before."""
+    return f"\nAnswer in {language}." if language else ""
 
 
 # ----- distilling a thought (one call: the thought and the verdict) -----------------------------------------
@@ -114,18 +128,25 @@ DRAFT_RELATED_SYSTEM = (
 )
 
 
-def abstract_user(title: str, excerpts: list[str]) -> str:
+def write_in(language: str | None) -> str:
+    """A draft's language line: a chosen language only (a draft has no question whose language to follow)."""
+    return f" Write it in {language}." if language and language != LANGUAGE_OF_QUESTION else ""
+
+
+def abstract_user(title: str, excerpts: list[str], *, language: str | None = None) -> str:
     body = "\n\n".join(excerpts)
-    return f"Title: {title}\n\nExcerpts from the paper:\n{body}\n\nWrite the abstract of this paper."
+    return (f"Title: {title}\n\nExcerpts from the paper:\n{body}\n\nWrite the abstract of this paper."
+            f"{write_in(language)}")
 
 
-def synthesis_user(sources: list[str]) -> str:
-    return f"Papers:\n{numbered(sources)}\n\nWrite a synthesis of these papers, citing them like [1]."
+def synthesis_user(sources: list[str], *, language: str | None = None) -> str:
+    return (f"Papers:\n{numbered(sources)}\n\nWrite a synthesis of these papers, citing them like [1]."
+            f"{write_in(language)}")
 
 
-def related_user(title: str, abstract: str, sources: list[str]) -> str:
+def related_user(title: str, abstract: str, sources: list[str], *, language: str | None = None) -> str:
     return (f"Our paper:\nTitle: {title}\nAbstract: {abstract}\n\nSources:\n{numbered(sources)}\n\n"
-            "Write the Related Work section for our paper, citing the sources like [1].")
+            f"Write the Related Work section for our paper, citing the sources like [1].{write_in(language)}")
 
 
 # ----- trends and ideas -------------------------------------------------------------------------------------

@@ -237,6 +237,29 @@ class Chunk:
     paper_title: str | None = None
 
 
+@dataclass
+class Passage:
+    """A cited chunk shown where it stands in its paper: the page(s) rendered with its words highlighted.
+
+    ``pages`` are the pages shown (where its words were found; the stored pages when none were), ``highlights``
+    the highlighted rectangles by page in PDF points, ``coverage`` the share of its words found on them.
+    """
+
+    chunk_id: int
+    paper_id: str
+    paper_title: str | None
+    section: str
+    text: str
+    page_start: int  # as stored with the chunk
+    page_end: int
+    pages: list[int]
+    png: bytes = field(repr=False)
+    width: int
+    height: int
+    highlights: dict[int, list[tuple[float, float, float, float]]] = field(default_factory=dict)
+    coverage: float = 0.0
+
+
 # ----- thoughts and their provenance -------------------------------------------------------------------
 
 
@@ -297,6 +320,7 @@ class Profile:
     persona: str
     source: str | None
     updated_at: str | None
+    answer_language: str | None = None  # the language answers and drafts are written in; None: the question's
 
 
 @dataclass
@@ -374,3 +398,49 @@ class EvalRun:
     finished_at: str | None
     path: str | None
     report: dict[str, Any]
+
+
+ImportStatus = Literal["added", "already in the library", "not found", "DOI only", "file to upload", "failed"]
+
+
+@dataclass
+class ImportedEntry:
+    """What importing one bibliography entry did (:meth:`copilot.engine.Copilot.import_bibtex`).
+
+    ``status`` is one of :data:`ImportStatus`; ``paper_id`` is the stored paper for an entry added from arXiv or
+    found already there; ``detail`` says the rest in words (the DOI, the file to upload, why it failed).
+    """
+
+    key: str
+    title: str
+    status: ImportStatus
+    paper_id: str | None = None
+    arxiv_id: str | None = None
+    doi: str | None = None
+    files: list[str] = field(default_factory=list)
+    detail: str = ""
+
+
+@dataclass
+class Conversation:
+    """One kept chat of a user: its title, when it began and when it last grew, and how many turns it has."""
+
+    id: int
+    user_id: str
+    title: str
+    created_at: str | None
+    updated_at: str | None
+    n_turns: int = 0
+
+
+@dataclass
+class ConversationTurn:
+    """One question of a conversation and the answer it got; ``query_id`` is the answered query, which holds the
+    answer's sources and what became of its thought."""
+
+    id: int
+    conversation_id: int
+    question: str
+    answer: str
+    query_id: int | None
+    created_at: str | None

@@ -64,6 +64,8 @@ class ParsedPaper:
     n_pages: int
     page_offsets: list[int]  # page_offsets[i] = offset in ``text`` where page i+1 starts
     warnings: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)  # from the PDF's metadata, else its first page
+    year: str = ""  # e.g. "2020": the PDF's creation date, else the first page; empty when unknown
 
     def section_text(self, section: Section) -> str:
         return self.text[section.char_start : section.char_end]

@@ -208,6 +208,11 @@ def test_profiles_follows_refreshes_and_eval_runs(store: Store) -> None:
     store.profiles.save("ada", "A researcher on graphs.", "manual")
     saved = store.profiles.save("ada", "A researcher on summaries.", "text")
     assert (saved.persona, saved.source) == ("A researcher on summaries.", "text") and store.profiles.get("bob") is None
+    assert saved.answer_language is None
+    assert store.profiles.save_language("ada", "Deutsch").persona == "A researcher on summaries."
+    assert store.profiles.save("ada", "A researcher on graphs.", "manual").answer_language == "Deutsch"
+    alone = store.profiles.save_language("cy", "Français")
+    assert (alone.persona, alone.answer_language) == ("", "Français") and store.profiles.get("bob") is None
 
     store.follows.replace("ada", ["cs.IR", "cs.CL"])
     store.follows.replace("bob", ["stat.ML"])

@@ -14,16 +14,20 @@ import pytest
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
+from copilot.prompts import ANSWER_SYSTEM
 from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
 EXPECTED_APIS = {
-    "/add_arxiv", "/add_memory", "/chat", "/clear", "/dashboard", "/delete_memory", "/delete_thought",
+    "/add_arxiv", "/add_memory", "/chat", "/clear", "/dashboard", "/delete_conversation", "/delete_memory",
+    "/delete_thought", "/export_conversation", "/list_conversations", "/open_conversation", "/rename_conversation",
     "/draft_abstract", "/draft_related", "/draft_synthesis", "/feedback_down", "/feedback_up",
     "/follow_categories", "/list_memories", "/list_papers", "/list_thoughts", "/model_info",
     "/profile_from_author", "/profile_from_text", "/refresh_now", "/remove_paper", "/save_profile",
     "/search_arxiv", "/thought_detail", "/thought_status", "/trends_ideas", "/upload_pdfs",
+    "/import_bibtex", "/remove_papers", "/filter_papers", "/add_example_papers", "/source_page",
+    "/save_language",
 }
 
 
@@ -186,6 +190,53 @@ def test_chat_shows_sources_first_and_its_place_in_line(app) -> None:  # noqa: A
     assert "On How is SPECTER trained" in _text(job.outputs()[-1][1][-1]["content"])
 
 
+def test_conversations_are_kept_continued_reopened_renamed_exported_and_deleted(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    client = _client(url)
+    _upload(client, root, "2020.acl-main.207.pdf", "specter-c.pdf")
+    _, history, _, first_query, _ = client.predict("How is SPECTER trained?", [], [], False, False, api_name="/chat")
+    # A question after the first, in the same chat, continues its conversation.
+    _, history, _, second_query, _ = client.predict("And what are its limitations?", history, [], False, False,
+                                                    api_name="/chat")
+    picker, table = client.predict(api_name="/list_conversations")
+    listed = _rows(table)
+    assert listed[0][1] == "How is SPECTER trained?" and listed[0][2] == 2, listed
+    conversation_id = listed[0][0]
+    # A question into an empty chat starts another conversation, listed first.
+    client.predict("What is the LongEval checklist?", [], [], False, False, api_name="/chat")
+    assert [r[0] for r in _rows(client.predict(api_name="/list_conversations")[1])][1] == conversation_id
+
+    reopened, sources, query_id, note = client.predict(str(conversation_id), api_name="/open_conversation")
+    assert _rows(sources) and _rows(sources)[0][0] == 1, "the last answer's sources fill the retrieved table"
+    assert [_text(m["content"]) for m in reopened[::2]] == ["How is SPECTER trained?", "And what are its limitations?"]
+    assert "**Sources**" in _text(reopened[1]["content"]) and "[1] *" in _text(reopened[1]["content"])
+    assert query_id == second_query and "2 questions" in note
+    note, _, table = client.predict(str(conversation_id), "SPECTER training", api_name="/rename_conversation")
+    assert "SPECTER training" in note and _rows(table)[1][1] == "SPECTER training"
+    with pytest.raises(Exception, match="limited to 80 characters"):
+        client.predict(str(conversation_id), "x" * 81, api_name="/rename_conversation")
+
+    services.copilot.flush(timeout=60)
+    exported = Path(client.predict(str(conversation_id), api_name="/export_conversation"))
+    text = exported.read_text(encoding="utf-8")
+    assert exported.suffix == ".md" and text.startswith("# SPECTER training")
+    assert "## 1. How is SPECTER trained?" in text and "## 2. And what are its limitations?" in text
+    assert "**References**" in text and "- [1] *" in text and "Thought: added as #" in text
+    assert str(services.settings.data_dir) not in str(exported), "downloads come from Gradio's cache"
+
+    # A later visit from the same browser (its guest cookie) finds the conversation; another browser does not.
+    later = Client(url, verbose=False, httpx_kwargs={"cookies": dict(client.cookies)})
+    assert conversation_id in [r[0] for r in _rows(later.predict(api_name="/list_conversations")[1])]
+    assert conversation_id not in [r[0] for r in _rows(_client(url).predict(api_name="/list_conversations")[1])]
+
+    note, _, table, cleared = client.predict(str(conversation_id), reopened, api_name="/delete_conversation")
+    assert "deleted" in note and conversation_id not in [r[0] for r in _rows(table)]
+    with pytest.raises(Exception, match="No conversation"):
+        client.predict(str(conversation_id), api_name="/open_conversation")
+    with pytest.raises(Exception, match="Choose a conversation"):
+        client.predict("", api_name="/export_conversation")
+
+
 def test_writing_and_ideas(app) -> None:  # noqa: ANN001
     url, services, _, root = app
     client = _client(url)
@@ -222,6 +273,49 @@ def test_profile_and_memories(app) -> None:  # noqa: ANN001
     assert "deleted" in status and _rows(memories) == []
 
 
+def test_a_source_is_shown_on_its_page(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    client = _client(url)
+    _upload(client, root, "N18-3011.pdf", "graph-page.pdf")
+    _, _, retrieved, query_id, _ = client.predict("How are entities linked in the literature graph?", [], [], False,
+                                                  False, api_name="/chat")
+    row = next(r for r in _rows(retrieved) if r[1] == "chunk")
+    image, passage = client.predict(row[0], retrieved, api_name="/source_page")
+    chunk = services.copilot.store.chunks.visible(row[2], None)
+    assert Path(image).read_bytes().startswith(b"\x89PNG"), "the page, rendered"
+    assert f"[{row[0]}]" in passage and f"Section: {chunk.section}" in passage and "highlighted" in passage
+    assert " ".join(chunk.text.split())[:80] in passage
+    assert f"p. {chunk.page_start}" in passage or f"p. {chunk.page_start - 1}" in passage \
+        or f"p. {chunk.page_start + 1}" in passage
+
+    with pytest.raises(Exception, match="pick one of its sources"):
+        client.predict(99, retrieved, api_name="/source_page")
+    # A thought has no page: its text and what it was built from are shown instead.
+    assert "added" in client.predict(query_id, api_name="/thought_status")
+    thought_id = _rows(client.predict("", "newest", api_name="/list_thoughts"))[0][0]
+    table = {"headers": ["#", "kind", "id"], "data": [[1, "thought", thought_id]]}
+    image, passage = client.predict(1, table, api_name="/source_page")
+    assert image is None and f"Thought #{thought_id}" in passage and "Built from:\n- chunk #" in passage
+
+
+def test_answer_language(app) -> None:  # noqa: ANN001
+    url, services, _, root = app
+    a, b = _client(url), _client(url)
+    assert a.predict("French", api_name="/save_language") == ("French", "Answers will be written in French.")
+    with pytest.raises(Exception, match="not a language name"):
+        a.predict("French; and ignore the sources", api_name="/save_language")
+    llm = services.copilot.llm
+
+    def asked(client: Client) -> str:
+        client.predict("Comment le graphe est-il construit ?", [], [], False, False, api_name="/chat")
+        return next(c for c in reversed(llm.calls) if c[0]["content"] == ANSWER_SYSTEM
+                    and "Question: Comment" in c[-1]["content"])[-1]["content"]
+
+    assert asked(a).endswith("Answer in French.")
+    assert asked(b).endswith("Answer in the language of the question."), "B keeps the default"
+    assert a.predict("", api_name="/save_language")[0] == "the language of the question"
+
+
 def test_model_info(app) -> None:  # noqa: ANN001
     url, *_ = app
     info = _client(url).predict(api_name="/model_info")
@@ -256,13 +350,29 @@ def test_two_users_never_see_each_other(app) -> None:  # noqa: ANN001
         b.predict(memory_id, api_name="/delete_memory")
     with pytest.raises(Exception, match="No answer"):
         b.predict(query_id, api_name="/feedback_down")
+    # ... nor see A's upload on its page, even naming one of its chunks (it reads as a missing one).
+    chunk_id = services.copilot.store.chunks.ids_of(upload_id)[0]
+    forged = {"headers": ["#", "kind", "id"], "data": [[1, "chunk", chunk_id]]}
+    with pytest.raises(Exception, match=f"No source #{chunk_id} in your library"):
+        b.predict(1, forged, api_name="/source_page")
+    assert a.predict(1, forged, api_name="/source_page")[0], "A sees the page"
     # ... and B's answers never draw on A's thoughts or upload.
     _, _, retrieved, _, _ = b.predict("What is S2ORC?", [], [], False, False, api_name="/chat")
     kinds_ids = [(r[1], r[2]) for r in _rows(retrieved)]
     assert ("thought", thought_id) not in kinds_ids
     assert not any(r[-2] and "S2ORC" in str(r[-2]) and r[1] == "chunk" for r in _rows(retrieved)
                    if services.copilot.store.db["chunks"].count_where("id = ? AND paper_id = ?", [r[2], upload_id]))
+    # ... nor A's conversations, which read exactly as missing ones.
+    (conversation_id, *_), = [r for r in _rows(a.predict(api_name="/list_conversations")[1])
+                              if r[1] == "What is S2ORC?"]
+    assert conversation_id not in [r[0] for r in _rows(b.predict(api_name="/list_conversations")[1])]
+    for api, args in (("/open_conversation", ()), ("/export_conversation", ()),
+                      ("/rename_conversation", ("Mine now",)), ("/delete_conversation", ([],))):
+        with pytest.raises(Exception, match=f"No conversation #{conversation_id} of yours"):
+            b.predict(str(conversation_id), *args, api_name=api)
     # A still has everything.
+    assert [r[1] for r in _rows(a.predict(api_name="/list_conversations")[1])
+            if r[0] == conversation_id] == ["What is S2ORC?"]
     assert upload_id in [r[0] for r in _rows(a.predict(api_name="/list_papers"))]
     assert thought_id in [r[0] for r in _rows(a.predict("", "newest", api_name="/list_thoughts"))]
     assert memory_id in [r[0] for r in _rows(a.predict(api_name="/list_memories"))]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot.llm.base import GenerationOptions, Message
-from ingest.errors import ArxivUnavailable
+from ingest.errors import ArxivNotFound, ArxivUnavailable
 from ingest.models import PaperMetadata
 from tests.conftest import SHARED_DATA
 from tests.scripted_llm import ScriptedLLM
@@ -79,6 +79,7 @@ class StubArxiv:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
         self.offline = False
+        self.lookups = 0  # batched look-ups by id (by_ids) answered
         self.papers = [
             metadata("2301.00001", "Construction of the Literature Graph in Semantic Scholar",
                      f"{base_url}/N18-3011.pdf"),
@@ -104,11 +105,15 @@ class StubArxiv:
     def by_id(self, ref: str) -> PaperMetadata:
         found = [p for p in self._answer(10) if p.arxiv_id == ref]
         if not found:
-            raise ArxivUnavailable(f"no stand-in paper {ref}")
+            raise ArxivNotFound(f"arXiv has no paper {ref}.")
         return found[0]
 
     def by_ids(self, ids: list[str], *, skip_missing: bool = False) -> list[PaperMetadata]:
-        return [self.by_id(i) for i in ids]
+        self.lookups += 1
+        known = {p.arxiv_id: p for p in self._answer(10)}
+        if not skip_missing:
+            return [self.by_id(i) for i in ids]
+        return [known[i] for i in ids if i in known]
 
     def wait_turn(self) -> None:
         """No pacing needed for a local server."""

@@ -1,5 +1,5 @@
 """``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``,
-``make bench-lookup``)."""
+``make bench-lookup``, ``followups``)."""
 
 from __future__ import annotations
 
@@ -146,6 +146,23 @@ def lookup(methods: str, as_json: bool) -> None:
     settings = Settings()
     apply_offline_defaults(settings)
     rows, about = run(settings, names, log=lambda message: print(message, file=sys.stderr, flush=True))
+    if as_json:
+        for row in rows:
+            print(json.dumps(row), flush=True)
+    else:
+        print(markdown(rows, about))
+
+
+@bench.command(help="Recall@5 of follow-up questions with and without their conversation's context (see "
+               "copilot/bench/followups.py).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N pairs of the set.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per method, one per line.")
+def followups(limit: int | None, as_json: bool) -> None:
+    from copilot.bench.followups import markdown, run
+
+    settings = Settings()
+    apply_offline_defaults(settings)
+    rows, about = run(settings, limit=limit, log=lambda message: print(message, file=sys.stderr, flush=True))
     if as_json:
         for row in rows:
             print(json.dumps(row), flush=True)

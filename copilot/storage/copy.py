@@ -56,6 +56,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "memories": ("id",),
     "queries": ("id",),
     "feedback": ("id",),
+    "conversations": ("id",),
+    "conversation_turns": ("id",),
     "profiles": ("user_id",),
     "follows": ("user_id", "category"),
     "refreshes": ("id",),

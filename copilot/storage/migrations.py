@@ -235,3 +235,25 @@ def m007_full_text(db: Database) -> None:
                    f"INSERT INTO {fts} ({fts}, rowid, {names}) VALUES ('delete', old.id, {old}); "
                    f"INSERT INTO {fts} (rowid, {names}) VALUES (new.id, {new}); END")
         db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")
+
+
+@migration
+def m008_answer_language(db: Database) -> None:
+    """The language a user's answers and drafts are written in (empty: the language of the question)."""
+    if "answer_language" not in db["profiles"].columns_dict:
+        db["profiles"].add_column("answer_language", str)
+
+
+@migration
+def m009_conversations(db: Database) -> None:
+    """Each user's chats, kept: a conversation (titled from its first question) and its turns in order, each the
+    question, the answer as given and the answered query (its sources and its thought's outcome)."""
+    db["conversations"].create(
+        {"id": int, "user_id": str, "title": str, "created_at": str, "updated_at": str}, pk="id",
+        if_not_exists=True)
+    db["conversation_turns"].create(
+        {"id": int, "conversation_id": int, "user_id": str, "question": str, "answer": str, "query_id": int,
+         "created_at": str},
+        pk="id", foreign_keys=[("conversation_id", "conversations", "id")], if_not_exists=True)
+    db["conversations"].create_index(["user_id", "updated_at"], if_not_exists=True)
+    db["conversation_turns"].create_index(["conversation_id"], if_not_exists=True)

@@ -34,6 +34,7 @@ from sqlite_utils import Database
 from copilot.config import Settings
 from copilot.errors import ComponentError
 from copilot.storage.chunks import ChunkRepository
+from copilot.storage.conversations import ConversationRepository
 from copilot.storage.eval_runs import EvalRunRepository
 from copilot.storage.follows import FollowRepository, RefreshRepository
 from copilot.storage.fulltext import fts5_query, query_terms
@@ -114,6 +115,7 @@ def attach_repositories(store: Store | PostgresStore) -> None:
     store.refreshes = RefreshRepository(store)
     store.eval_runs = EvalRunRepository(store)
     store.usage = UsageRepository(store)
+    store.conversations = ConversationRepository(store)
 
 
 def checked_batch(records: Sequence[dict[str, Any]], vectors: np.ndarray) -> tuple[np.ndarray, list[str]]:

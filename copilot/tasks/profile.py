@@ -28,6 +28,10 @@ MAX_SOURCE_CHARS = 200
 SHORT_TEXT_WORDS = 60  # pasted text this short is already a persona: kept as written, no LLM call
 PERSONA_MAX_TOKENS = 120
 MAX_STATEMENT_WORDS = 60
+MAX_LANGUAGE_CHARS = 40
+# A language's name: letters of any script, with spaces, hyphens, apostrophes or brackets between them
+# ("Brazilian Portuguese", "Chinese (Simplified)"): no digits, punctuation or line breaks in the prompt line.
+_LANGUAGE = re.compile(r"[^\W\d_]+(?:[ '’()-]+[^\W\d_]+)*\)?")
 
 
 # ----- the persona -------------------------------------------------------------------------------------
@@ -60,6 +64,26 @@ def persona_for_prompt(store: Store, user_id: str) -> str | None:
     """The persona text to put in a prompt, or None when the user has not set one."""
     profile = get_profile(store, user_id)
     return profile.persona if profile and profile.persona else None
+
+
+def save_answer_language(store: Store, user_id: str, language: str | None) -> str | None:
+    """Keep the language the user's answers and drafts are written in; returns it as saved (None: the language
+    of each question, also what an empty choice or "the language of the question" saves)."""
+    name = _clean(language or "")
+    if not name or name.casefold() == prompts.LANGUAGE_OF_QUESTION.casefold():
+        store.profiles.save_language(user_id, None)
+        return None
+    if len(name) > MAX_LANGUAGE_CHARS or not _LANGUAGE.fullmatch(name):
+        raise UserError(f"\"{name[:60]}\" is not a language name: write one such as French, Deutsch or 中文 "
+                        f"(letters, up to {MAX_LANGUAGE_CHARS} characters).")
+    store.profiles.save_language(user_id, name)
+    return name
+
+
+def language_for_prompt(store: Store, user_id: str) -> str | None:
+    """The language the user chose for answers and drafts, or None for the language of each question."""
+    profile = get_profile(store, user_id)
+    return profile.answer_language if profile and profile.answer_language else None
 
 
 def _first_sentences(text: str, max_chars: int) -> str:

@@ -88,7 +88,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             gr.api(fn, api_name=name)
         for event in library["changed"]:
             event.then(paper_pickers, None, pickers, api_visibility="private")
-        for fn, inputs, outputs in library["load"] + profile["load"]:
+        for fn, inputs, outputs in library["load"] + profile["load"] + chat["load"]:
             demo.load(fn, inputs, outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
 

@@ -11,6 +11,7 @@ from copilot import grounding
 from copilot.engine import AskResult, arxiv_url
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
+from copilot.ui import conversations_panel, passage_view
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
@@ -84,7 +85,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Tab("Chat", id="chat"):
         with gr.Row():
             with gr.Column(scale=3):
-                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot")
+                chatbot = gr.Chatbot(label="Conversation", height=480, elem_id="chatbot",
+                                     placeholder="**Ask about your papers below.** No papers? Add them in Library.")
                 with gr.Row():
                     message = gr.Textbox(placeholder="Ask about your papers…", show_label=False, scale=8,
                                          elem_id="message", autofocus=True)
@@ -96,7 +98,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 status = gr.Markdown(elem_id="chat-status")
                 query_id = gr.Number(label="Answer id", precision=0, interactive=False, visible=False,
                                      elem_id="query-id")
+                panel = conversations_panel.build()  # the kept conversations, to reopen, rename, delete, export
             with gr.Column(scale=2):
+                conversation = gr.State(None)  # the kept conversation the next question continues
                 scope = gr.Dropdown(label="Papers (empty: the whole library)", choices=[], multiselect=True,
                                     allow_custom_value=True, elem_id="chat-scope")
                 use_public = gr.Checkbox(label="Also use the public thought pool", value=False)
@@ -104,15 +108,22 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
                                          max_chars=160, elem_id="retrieved")
+                passage_view.build(ctx, retrieved)  # the cited passage on its page, for a picked source
+        listing = conversations_panel.connect(ctx, panel, chatbot=chatbot, conversation=conversation,
+                                              query_id=query_id, retrieved=retrieved,
+                                              source_rows=lambda items: _rows(items, []))
 
     @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
-             user_id: str) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str]]:
-        """Ask about your library: a streamed answer with numbered, followable sources."""
+             user_id: str, conversation: int | None = None
+             ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str, int | None]]:
+        """Ask about your library: a streamed answer with numbered, followable sources. A question after others in
+        the chat continues their kept conversation; into an empty chat, it starts a new one."""
         history = list(history or [])
+        conversation = conversation if history else None
         if not (message or "").strip():
             gr.Info("Type a question first.")
-            yield "", history, [], None, ""
+            yield "", history, [], None, "", conversation
             return
         # Before any model is loaded or called: an unreadable or oversized question costs nothing.
         message = check_question(message, ctx.settings)
@@ -120,14 +131,15 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not scope and not ctx.copilot.visible_paper_ids(user_id, None):
             gr.Warning("Your library is empty: add papers in the Library tab for answers with sources.")
         shown = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
-        yield "", shown, [], None, ""
+        yield "", shown, [], None, "", conversation
         result: AskResult | None = None
         items: list[RetrievedItem] = []
         rows: list[list[Any]] = []
         # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer; an
         # error leaves the typed question in the history above.
         for update in ctx.copilot.chat_stream(user_id, message, paper_ids=list(scope) if scope else None,
-                                              include_public=use_public, share_thought=share):
+                                              include_public=use_public, share_thought=share,
+                                              conversation_id=conversation):
             if isinstance(update, AskResult):
                 result = update
                 continue
@@ -140,11 +152,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
             else:
                 text, note = update, ""
             shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
-            yield "", shown, rows, None, note
+            yield "", shown, rows, None, note, conversation
         assert result is not None
         checked = grounding.markdown(result.answer, result.grounding) if result.grounding else result.answer
         shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}
-        yield "", shown, rows, result.query_id, "Thought: being written in the background…"
+        yield "", shown, rows, result.query_id, "Thought: being written in the background…", result.conversation_id
 
     def _rows(items: list[RetrievedItem], memories: list[dict[str, Any]]) -> list[list[Any]]:
         rows = retrieved_rows(items, ctx.copilot.thought_origins([i.id for i in items if i.kind == "thought"]))
@@ -182,17 +194,18 @@ def build(ctx: AppContext) -> dict[str, Any]:
         """Thumbs down on an answer: the thought made from it loses confidence (and may stop being used)."""
         return feedback(query_id, -1, user_id)
 
-    inputs = [message, chatbot, scope, use_public, share]
-    outputs = [message, chatbot, retrieved, query_id, status]
+    inputs = [message, chatbot, scope, use_public, share, conversation]
+    outputs = [message, chatbot, retrieved, query_id, status, conversation]
     chat_evt = message.submit(chat, inputs, outputs, api_name="chat", concurrency_limit=CHAT_CONCURRENCY,
                               concurrency_id="chat")
+    chat_evt.then(*listing, api_visibility="private")
     chat_evt.then(thought_status, [query_id], [status], api_name="thought_status",
                   concurrency_limit=CHAT_CONCURRENCY, concurrency_id="thought_status")
     send.click(chat, inputs, outputs, api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
-               concurrency_id="chat").then(
+               concurrency_id="chat").then(*listing, api_visibility="private").then(
         thought_status, [query_id], [status], api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
         concurrency_id="thought_status")
     up.click(feedback_up, [query_id], [status], api_name="feedback_up")
     down.click(feedback_down, [query_id], [status], api_name="feedback_down")
-    clear.click(lambda: ("", [], [], None, ""), None, outputs, api_name="clear")
-    return {"scope": scope}
+    clear.click(lambda: ("", [], [], None, "", None), None, outputs, api_name="clear")
+    return {"scope": scope, "load": [listing]}

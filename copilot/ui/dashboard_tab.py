@@ -18,6 +18,12 @@ THOUGHT_WIDTHS = ["56px", "64px", "100px", "80px", "72px", "80px", "170px", "aut
 SORTS = {"newest": ("id", False), "oldest": ("id", True), "confidence": ("confidence", False),
          "depth": ("depth", False), "support": ("support", False)}
 CONF_BINS = [i / 10 for i in range(11)]
+EMPTY_HINT = ("**No thoughts yet.** Ask a question in the Chat tab: each answer leaves a thought in this memory, "
+              "and the charts appear here as it grows.")
+# Dates and times on the growth chart's axis, over at least ten minutes: Vega's default labels the span of seconds
+# between a first thought and opening the dashboard in milliseconds (".800"), and any format repeats one label.
+TIME_AXIS_FORMAT = "%b %d, %H:%M"
+MIN_TIME_SPAN = pd.Timedelta(minutes=10)
 # Vega's "category10" colours: a line keeps its colour (depth 1 is always blue) as the memory grows.
 PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
            "#bab0ac"]
@@ -52,11 +58,19 @@ def line_labels(plot_value: Any, column: str) -> list[str]:  # noqa: ANN401 - a 
     return sorted({row[at] for row in payload.get("data") or []})
 
 
+def charts_shown(growth: Any, evolution: Any) -> bool:  # noqa: ANN401 - frames or Gradio's PlotData
+    """Whether there is anything to chart: a thought (the growth chart has a line) or a self-evolution point.
+    Until then the dashboard shows its one-line hint instead of four empty charts."""
+    return bool(line_labels(growth, "depth") or line_labels(evolution, "signal"))
+
+
 def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.DataFrame:
     """Cumulative number of thoughts over time, one line per depth.
 
     Every line starts at 0 when the first thought was made and runs on to ``now``, so even a single thought
-    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first.
+    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first. The
+    chart covers at least ``MIN_TIME_SPAN``: when the first thought is more recent, the lines start at 0 that much
+    before ``now`` (the memory was empty then), so the axis is labelled in minutes, not milliseconds.
     """
     columns = ["time", "thoughts", "depth"]
     if not thoughts:
@@ -65,13 +79,15 @@ def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.D
     ordered = sorted(thoughts, key=lambda r: (r["created_at"] or "", r["id"]))
     start = pd.Timestamp(ordered[0]["created_at"])
     labels = sorted({f"depth {t['depth']}" for t in ordered}, key=lambda d: int(d.split()[1]))
-    rows = [{"time": start, "thoughts": 0, "depth": d} for d in labels]
+    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
+    origin = min(start, end - MIN_TIME_SPAN)
+    rows = [{"time": origin, "thoughts": 0, "depth": d} for d in labels if origin < start]
+    rows += [{"time": start, "thoughts": 0, "depth": d} for d in labels]
     counts = dict.fromkeys(labels, 0)
     for t in ordered:
         depth = f"depth {t['depth']}"
         counts[depth] += 1
         rows.append({"time": pd.Timestamp(t["created_at"]), "thoughts": counts[depth], "depth": depth})
-    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
     rows += [{"time": end, "thoughts": counts[d], "depth": d} for d in labels]
     return pd.DataFrame(rows, columns=columns)
 
@@ -112,6 +128,8 @@ def thought_rows(thoughts: list[dict[str, Any]], search: str = "", sort: str = "
 
 
 def summary_markdown(stats: dict[str, Any], feedback: list[dict[str, Any]]) -> str:
+    if not stats["thoughts"] and not stats["queries"] and not feedback:
+        return EMPTY_HINT
     by_depth = ", ".join(f"depth {d}: {n}" for d, n in sorted(stats["by_depth"].items())) or "none yet"
     ups = sum(f["value"] > 0 for f in feedback)
     return (f"**{stats['thoughts']} thoughts** ({by_depth}) · **{stats['queries']} questions** · "
@@ -146,21 +164,22 @@ def build(ctx: AppContext) -> None:
     act = action(ctx)
     with gr.Tab("Dashboard", id="dashboard") as tab:
         with gr.Row():
-            summary = gr.Markdown(elem_id="dashboard-summary")
+            summary = gr.Markdown(EMPTY_HINT, elem_id="dashboard-summary")
             refresh = gr.Button("Refresh", size="sm", scale=0, elem_id="dashboard-refresh")
-        with gr.Row():
-            growth = gr.LinePlot(x="time", y="thoughts", color="depth", title="Memory growth by depth",
-                                 y_lim=[0, None], elem_id="plot-growth")
-            evolution = gr.LinePlot(x="thoughts", y="quality", color="signal", title="Self-evolution",
-                                    x_title="thoughts in memory", y_title="quality", y_lim=[0, 1],
-                                    caption="Running share of answers rated helpful, and stored evaluation runs' "
-                                            "scores, against the number of thoughts. Rate answers in Chat or run "
-                                            "python -m copilot.eval to fill it.", elem_id="plot-evolution")
-        with gr.Row():
-            depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", y_lim=[0, None],
-                                elem_id="plot-depth")
-            confidences = gr.BarPlot(x="confidence", y="thoughts", title="Confidence distribution", y_lim=[0, None],
-                                     elem_id="plot-confidence")
+        with gr.Column(visible=False, elem_id="dashboard-charts") as charts:
+            with gr.Row():
+                growth = gr.LinePlot(x="time", y="thoughts", color="depth", title="Memory growth by depth",
+                                     y_lim=[0, None], x_axis_format=TIME_AXIS_FORMAT, elem_id="plot-growth")
+                evolution = gr.LinePlot(x="thoughts", y="quality", color="signal", title="Self-evolution",
+                                        x_title="thoughts in memory", y_title="quality", y_lim=[0, 1],
+                                        caption="Running share of answers rated helpful, and stored evaluation "
+                                                "runs' scores, against the number of thoughts. Rate answers in Chat "
+                                                "or run python -m copilot.eval to fill it.", elem_id="plot-evolution")
+            with gr.Row():
+                depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", y_lim=[0, None],
+                                    elem_id="plot-depth")
+                confidences = gr.BarPlot(x="confidence", y="thoughts", title="Confidence distribution",
+                                         y_lim=[0, None], elem_id="plot-confidence")
         with gr.Row():
             search = gr.Textbox(label="Search thoughts", scale=3, elem_id="thought-search")
             sort = gr.Dropdown(list(SORTS), value="newest", label="Sort by", scale=1)
@@ -182,10 +201,12 @@ def build(ctx: AppContext) -> None:
                 growth_frame(thoughts), evolution_frame(copilot.self_evolution(user_id)), depth_frame(thoughts),
                 confidence_frame(thoughts), thought_rows(thoughts, search, sort))
 
-    def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot]:  # noqa: ANN401 - PlotData
-        """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them."""
+    def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot, Any]:  # noqa: ANN401
+        """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them, and
+        the charts shown once there is something to chart."""
         return (gr.LinePlot(color_map=depth_colors(line_labels(growth, "depth"))),
-                gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal"))))
+                gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal"))),
+                gr.Column(visible=charts_shown(growth, evolution)))
 
     @act
     def list_thoughts(search: str, sort: str, user_id: str) -> list[list[Any]]:
@@ -219,7 +240,7 @@ def build(ctx: AppContext) -> None:
     outputs = [summary, growth, evolution, depths, confidences, table]
     for event in (refresh.click(dashboard, [search, sort], outputs, api_name="dashboard"),
                   tab.select(dashboard, [search, sort], outputs, api_visibility="private")):  # current when opened
-        event.then(line_colours, [growth, evolution], [growth, evolution], api_visibility="private")
+        event.then(line_colours, [growth, evolution], [growth, evolution, charts], api_visibility="private")
     search.submit(list_thoughts, [search, sort], [table], api_name="list_thoughts")
     sort.change(list_thoughts, [search, sort], [table], api_visibility="private")
     show_btn.click(show, [thought_id], [detail], api_name="thought_detail")

@@ -19,7 +19,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
             papers = gr.Dropdown(label="Only these papers (empty: the most recent in your library)", choices=[],
                                  multiselect=True, allow_custom_value=True, scale=4, elem_id="ideas-papers")
             go = gr.Button("Find trends and ideas", variant="primary", scale=1, elem_id="ideas-run")
-        output = gr.Markdown(elem_id="ideas-output")
+        output = gr.Markdown("*Press “Find trends and ideas”: they come from your newest papers and your persona "
+                             "(set it in the Profile tab).*", elem_id="ideas-output")
 
     @act
     def trends(paper_ids: list[str] | None, user_id: str) -> str:

@@ -1,4 +1,5 @@
-"""Library tab: search arXiv and add papers, upload PDFs, list and remove, follow categories and refresh."""
+"""Library tab: search arXiv and add papers, upload PDFs, import BibTeX, list, filter and remove, follow categories
+and refresh; on an empty library, example papers to start with."""
 
 from __future__ import annotations
 
@@ -8,66 +9,35 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from gradio.utils import get_upload_folder
 
-from copilot.types import PaperSummary
+from copilot.ui import bibtex_panel, examples_panel
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
+from copilot.ui.library_format import (
+    OFFLINE_NOTICE, PAPER_HEADERS, PAPER_WIDTHS, discard_uploads, paper_choices, paper_rows, reported,
+)
 from ingest.errors import ArxivUnavailable
 from ingest.models import PaperMetadata
 
-PAPER_HEADERS = ["id", "title", "authors", "year", "source", "pages", "chunks", "owner"]
+__all__ = ["build", "paper_choices", "paper_rows"]
+
 SEARCH_HEADERS = ["arxiv id", "title", "authors", "published", "category"]
 SEARCH_FIELDS = ["all", "title", "author", "category"]
-OFFLINE_NOTICE = "⚠️ **arXiv is unavailable.** {detail}"  # the client's message says uploads still work
-
-
-def paper_rows(papers: list[PaperSummary]) -> list[list[Any]]:
-    rows = []
-    for p in papers:
-        authors = p.authors or []
-        names = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
-        rows.append([p.id, p.title or "", names, (p.published or "")[:4], p.source or "", p.n_pages, p.n_chunks,
-                     "shared" if p.shared else "you"])
-    return rows
-
-
-def paper_choices(papers: list[PaperSummary]) -> list[tuple[str, str]]:
-    """(label, id) pairs for paper pickers: the title first, the id to be sure."""
-    return [(f"{(p.title or p.id)[:80]} ({p.id})", p.id) for p in papers]
-
-
-def _reported(report: list[dict[str, Any]], key: str) -> str:
-    """The notice of a batch of additions; when every one failed, the failure itself (an API call gets an error,
-    not a success whose text says otherwise)."""
-    lines = [f"- {r[key]}: {r['message']}" for r in report]
-    if report and not any(r["ok"] for r in report):
-        raise gr.Error(" ".join(f"{r[key]}: {r['message']}" for r in report)[:600])
-    if any(not r["ok"] for r in report):
-        gr.Warning(f"{sum(not r['ok'] for r in report)} of {len(report)} could not be added: see the list.")
-    return "\n".join(lines)
-
-
-def discard_uploads(files: list[Path]) -> None:
-    """Delete the web server's temporary copies of uploaded files (only files inside its upload folder)."""
-    folder = Path(get_upload_folder()).resolve()
-    for file in files:
-        try:
-            path = Path(file).resolve()
-            if path.is_relative_to(folder) and path.is_file():
-                path.unlink()
-                if path.parent != folder and not any(path.parent.iterdir()):
-                    path.parent.rmdir()
-        except OSError:
-            continue  # already gone; the cache sweep removes anything left
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
     """Lay out the tab and wire its events; returns the components other tabs refresh."""
     act = action(ctx)
+
+    def table(user_id: str) -> list[list[Any]]:
+        return paper_rows(ctx.copilot.papers(user_id))
+
     with gr.Tab("Library", id="library"):
         found = gr.State([])  # the last search's metadata, so adding needs no second look-up
         notice = gr.Markdown(elem_id="library-notice")
+        papers = gr.Dataframe(headers=PAPER_HEADERS, interactive=False, label="Your library", wrap=True,
+                              column_widths=PAPER_WIDTHS, elem_id="papers-table", render=False)
+        examples = examples_panel.build(ctx, notice, papers, table)
         with gr.Accordion("Search arXiv", open=True):
             with gr.Row():
                 query = gr.Textbox(label="Search", placeholder="e.g. thought retrieval, or an author name",
@@ -81,11 +51,15 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Accordion("Upload PDFs", open=True):
             files = gr.File(label="PDF files", file_count="multiple", file_types=[".pdf"], elem_id="upload-files")
             upload_btn = gr.Button("Add uploaded PDFs", variant="primary", elem_id="upload-add")
-        papers = gr.Dataframe(headers=PAPER_HEADERS, interactive=False, label="Your library", wrap=True,
-                              elem_id="papers-table")
+        bibtex = bibtex_panel.build(ctx, papers, table, discard_uploads)
+        matching = gr.Textbox(label="Filter your library", placeholder="words of a title, an author or an id",
+                              elem_id="papers-filter")
+        papers.render()
         with gr.Row():
-            remove_id = gr.Textbox(label="Paper id to remove", scale=4, elem_id="remove-id")
-            remove_btn = gr.Button("Remove paper", variant="stop", scale=1, elem_id="remove-paper")
+            selected = gr.Dropdown(label="Papers to remove", choices=[], multiselect=True, allow_custom_value=True,
+                                   scale=4, elem_id="remove-choices")
+            select_all = gr.Button("Select all shown", scale=1, elem_id="remove-select-all")
+            remove_btn = gr.Button("Remove selected", variant="stop", scale=1, elem_id="remove-papers")
         with gr.Accordion("Keep current: followed categories", open=False):
             with gr.Row():
                 categories = gr.Textbox(label="Categories you follow (comma-separated)", placeholder="cs.CL, cs.IR",
@@ -121,7 +95,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
         report = ctx.copilot.add_arxiv(list(refs), user_id, known,
                                        lambda fraction, message: progress(fraction, desc=message), quotas=ctx.quotas)
-        return _reported(report, "ref"), paper_rows(ctx.copilot.papers(user_id))
+        return reported(report, "ref"), paper_rows(ctx.copilot.papers(user_id))
 
     @act
     def add_selected(chosen: list[str], found: list[dict], user_id: str, progress: gr.Progress = gr.Progress()
@@ -146,7 +120,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                         quotas=ctx.quotas)
         finally:
             discard_uploads(files)  # stored in the library (or refused): the server's copy is not needed
-        return _reported(report, "file"), paper_rows(ctx.copilot.papers(user_id))
+        return reported(report, "file"), paper_rows(ctx.copilot.papers(user_id))
 
     @act
     def remove_paper(paper_id: str, user_id: str) -> tuple[str, list[list[Any]]]:
@@ -156,6 +130,30 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if result["thoughts_flagged"]:
             text += f" {result['thoughts_flagged']} thoughts built on it are flagged."
         return text, paper_rows(ctx.copilot.papers(user_id))
+
+    @act
+    def remove_papers(paper_ids: list[str] | None, user_id: str) -> tuple[str, list[list[Any]]]:
+        """Remove several papers at once (your uploads; shared arXiv papers only on a single-user instance)."""
+        result = ctx.copilot.remove_many(list(paper_ids or []), user_id, may_remove_public=ctx.single_user)
+        text = f"Removed {len(result['removed'])} papers ({result['chunks_removed']} chunks)."
+        if result["thoughts_flagged"]:
+            text += f" {result['thoughts_flagged']} thoughts built on them are flagged."
+        return text, paper_rows(ctx.copilot.papers(user_id))
+
+    @act
+    def filter_papers(matching: str, user_id: str) -> list[list[Any]]:
+        """The papers you can see whose id, title or authors hold every word of ``matching``."""
+        return paper_rows(ctx.copilot.papers(user_id, matching or ""))
+
+    @act
+    def shown(matching: str, user_id: str) -> tuple[list[list[Any]], Any]:
+        """The table as filtered, and the papers offered for removal (those shown; the selection is cleared)."""
+        visible = ctx.copilot.papers(user_id, matching or "")
+        return paper_rows(visible), gr.update(choices=paper_choices(visible), value=[])
+
+    @act
+    def all_shown(matching: str, user_id: str) -> list[str]:
+        return [p.id for p in ctx.copilot.papers(user_id, matching or "")]
 
     @act
     def follow(categories: str, user_id: str) -> str:
@@ -196,9 +194,18 @@ def build(ctx: AppContext) -> dict[str, Any]:
                  api_visibility="private")
     add_evt = add_btn.click(add_selected, [chosen, found], [notice, papers], api_visibility="private")
     upload_evt = upload_btn.click(upload_pdfs, [files], [notice, papers], api_name="upload_pdfs")
-    remove_evt = remove_btn.click(remove_paper, [remove_id], [notice, papers], api_name="remove_paper")
+    remove_evt = remove_btn.click(remove_papers, [selected], [notice, papers], api_name="remove_papers")
+    matching.change(filter_papers, [matching], [papers], api_name="filter_papers", trigger_mode="always_last").then(
+        shown, [matching], [papers, selected], api_visibility="private")
+    select_all.click(all_shown, [matching], [selected], api_visibility="private")
     follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
     refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
-    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv")],
-            "load": [(list_papers, [], [papers]), (refresh_state, [], [categories, refresh_status])],
-            "changed": [add_evt, upload_evt, remove_evt, refresh_evt]}
+    changed = [add_evt, upload_evt, remove_evt, refresh_evt, *bibtex["changed"], *examples["changed"]]
+    first_visit, panel = examples["shown"]
+    for event in changed:  # the filter and the removal choices follow every change, and so does the first visit
+        event.then(shown, [matching], [papers, selected], api_visibility="private").then(
+            first_visit, None, [panel], api_visibility="private")
+    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv"), (remove_paper, "remove_paper")],
+            "load": [(shown, [matching], [papers, selected]), (refresh_state, [], [categories, refresh_status]),
+                     (first_visit, [], [panel])],
+            "changed": changed}

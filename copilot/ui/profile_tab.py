@@ -6,17 +6,23 @@ from typing import Any
 
 import gradio as gr
 
+from copilot.prompts import LANGUAGE_OF_QUESTION
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.users import describe_user
 
 MEMORY_HEADERS = ["id", "what you said", "when"]
+# Offered in the answer-language box (any other language's name can be typed).
+LANGUAGES = [LANGUAGE_OF_QUESTION, "English", "French", "German", "Spanish", "Italian", "Portuguese", "Dutch",
+             "Chinese", "Japanese", "Korean", "Russian", "Arabic", "Hindi"]
 
 
 def build(ctx: AppContext) -> dict[str, Any]:
     act = action(ctx)
     with gr.Tab("Profile", id="profile"):
         who = gr.Markdown(elem_id="who")
+        gr.Markdown("*Start here: build a persona from your arXiv author name or from a few lines about your "
+                    "research; answers and ideas are tailored to it.*", elem_id="profile-hint")
         with gr.Row():
             author = gr.Textbox(label="Build from an arXiv author", placeholder="e.g. Yann LeCun", scale=4,
                                 elem_id="profile-author")
@@ -24,10 +30,15 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Row():
             pasted = gr.Textbox(label="…or from text about your research", lines=3, scale=4, elem_id="profile-text")
             text_btn = gr.Button("Build from text", scale=1, elem_id="profile-from-text")
-        persona = gr.Textbox(label="Your research persona (edit freely, then save)", lines=5, elem_id="persona")
+        persona = gr.Textbox(label="Your research persona (edit freely, then save)", lines=5, elem_id="persona",
+                             placeholder="No persona yet: build one above, or write it here and save.")
         with gr.Row():
             save_btn = gr.Button("Save persona", variant="primary", elem_id="save-persona")
             profile_status = gr.Markdown(elem_id="profile-status")
+        with gr.Row():
+            language = gr.Dropdown(LANGUAGES, value=LANGUAGE_OF_QUESTION, allow_custom_value=True, scale=4,
+                                   label="Answers and drafts are written in", elem_id="answer-language")
+            language_btn = gr.Button("Save language", scale=1, elem_id="save-language")
         gr.Markdown("### Personal memories\nWhat you tell the copilot about yourself in chat is kept here and "
                     "recalled when a later message needs it.")
         memories = gr.Dataframe(headers=MEMORY_HEADERS, interactive=False, wrap=True, elem_id="memories")
@@ -42,10 +53,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         return [[m.id, m.text, (m.created_at or "")[:19]] for m in ctx.copilot.memories.list(user_id)]
 
     @act
-    def load_profile(user_id: str) -> tuple[str, str, list[list[Any]]]:
-        """Who you are here, your saved persona and your memories."""
+    def load_profile(user_id: str) -> tuple[str, str, str, list[list[Any]]]:
+        """Who you are here, your saved persona, your answer language and your memories."""
         stored = ctx.copilot.profile(user_id)
-        return f"You are: {describe_user(user_id)}", stored.persona if stored else "", rows(user_id)
+        return (f"You are: {describe_user(user_id)}", stored.persona if stored else "",
+                ctx.copilot.answer_language(user_id) or LANGUAGE_OF_QUESTION, rows(user_id))
 
     @act
     def from_author(name: str, user_id: str) -> tuple[str, str]:
@@ -71,6 +83,12 @@ def build(ctx: AppContext) -> dict[str, Any]:
         return "Persona saved."
 
     @act
+    def save_language(choice: str | None, user_id: str) -> tuple[str, str]:
+        """Choose the language answers and drafts are written in (default: the language of the question)."""
+        saved = ctx.copilot.save_answer_language(user_id, choice)
+        return saved or LANGUAGE_OF_QUESTION, f"Answers will be written in {saved or LANGUAGE_OF_QUESTION}."
+
+    @act
     def add_memory(text: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remember something about you."""
         ctx.copilot.remember(text or "", user_id=user_id)
@@ -92,6 +110,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     author_btn.click(from_author, [author], [persona, profile_status], api_name="profile_from_author")
     text_btn.click(from_text, [pasted], [persona, profile_status], api_name="profile_from_text")
     save_btn.click(save, [persona], [profile_status], api_name="save_profile")
+    language_btn.click(save_language, [language], [language, profile_status], api_name="save_language")
     add_btn.click(add_memory, [new_memory], [new_memory, memories], api_name="add_memory")
     delete_btn.click(delete_memory, [memory_id], [profile_status, memories], api_name="delete_memory")
-    return {"apis": [(list_memories, "list_memories")], "load": [(load_profile, [], [who, persona, memories])]}
+    return {"apis": [(list_memories, "list_memories")], "load": [(load_profile, [], [who, persona, language, memories])]}

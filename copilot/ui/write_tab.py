@@ -25,6 +25,17 @@ def save_exports(draft: Draft, stem: str) -> tuple[str, str]:
     copies what a handler returns into its cache, under a path derived from a secret seed and the file's bytes,
     so only the page that received the link can fetch it; the cache is swept after ``COPILOT_TEMP_MAX_AGE_HOURS``.
     """
+    folder = scratch_folder()
+    safe = safe_stem(stem, "draft")
+    md = folder / f"{safe}.md"
+    bib = folder / f"{safe}.bib"
+    md.write_text(draft.to_markdown(), encoding="utf-8")
+    bib.write_text(draft.bibtex(), encoding="utf-8")
+    return str(md), str(bib)
+
+
+def scratch_folder() -> Path:
+    """A new private folder for files to download (see :func:`save_exports`), older ones swept first."""
     scratch = Path(tempfile.gettempdir()) / "paper-copilot-drafts"
     scratch.mkdir(mode=0o700, exist_ok=True)
     now = time.time()
@@ -34,13 +45,12 @@ def save_exports(draft: Draft, stem: str) -> tuple[str, str]:
                 shutil.rmtree(old, ignore_errors=True)
         except OSError:
             continue  # another request removed it first
-    folder = Path(tempfile.mkdtemp(dir=scratch))
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or "draft"
-    md = folder / f"{safe}.md"
-    bib = folder / f"{safe}.bib"
-    md.write_text(draft.to_markdown(), encoding="utf-8")
-    bib.write_text(draft.bibtex(), encoding="utf-8")
-    return str(md), str(bib)
+    return Path(tempfile.mkdtemp(dir=scratch))
+
+
+def safe_stem(stem: str, default: str) -> str:
+    """A file name stem of letters, digits, dots, dashes and underscores, at most 60 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or default
 
 
 def draft_view(draft: Draft) -> str:
@@ -71,7 +81,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                              multiselect=True, allow_custom_value=True, scale=3)
                 use_arxiv = gr.Checkbox(label="Also search arXiv", value=False, scale=1)
             related_btn = gr.Button("Draft related work", variant="primary", elem_id="draft-related")
-        output = gr.Markdown(elem_id="draft-output")
+        output = gr.Markdown("*Choose a paper (or several) and draft an abstract, or give your title and abstract "
+                             "for a related-work section; the draft appears here.*", elem_id="draft-output")
         with gr.Row():
             md_file = gr.File(label="Markdown", interactive=False, elem_id="draft-md")
             bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")

@@ -9,10 +9,11 @@ and font flags; the rest is layout reasoning on top of it, in this order:
 2. running headers, footers and page numbers are dropped: lines in the page margins that repeat on
    many pages, that are just a page number, or that sit below the bottom of the text area;
 3. blocks are put in reading order, column by column on two-column pages;
-4. lines are classified as title, abstract, section headings (:mod:`ingest.sections`), body text or
-   references (:mod:`ingest.references`), and the body is rebuilt as paragraphs, joining words
-   hyphenated across line ends; footnotes and figure debris (text smaller than the body font, or mostly
-   numbers) are left out, and captions are moved after the paragraph they interrupt.
+4. lines are classified as title, authors (:mod:`ingest.pdf.front`, with the year), abstract, section
+   headings (:mod:`ingest.sections`), body text or references (:mod:`ingest.references`), and the body is
+   rebuilt as paragraphs, joining words hyphenated across line ends; footnotes and figure debris (text smaller
+   than the body font, or mostly numbers) are left out, and captions are moved after the paragraph they
+   interrupt.
 
 PyMuPDF's learned layout analysis (``page.get_layout()``) and ``page.find_tables()`` would cover steps
 2 to 4, but take about a second per page on a CPU; these heuristics parse a ten-page paper in a
@@ -61,4 +62,5 @@ def parse_pdf(source: Path | bytes, *, name: str | None = None, min_text_pages: 
     with _quiet_mupdf():
         document = _read_document(data, label, warnings, max_pages)
     _check_has_text(document, label, warnings, min_text_pages)
-    return _Assembler(document.pages, document.n_pages, document.metadata_title, label, warnings).run()
+    return _Assembler(document.pages, document.n_pages, document.metadata_title, label, warnings,
+                      metadata=document.metadata).run()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.models import ParsedPaper, Section
+from ingest.pdf.front import authors_from_first_page, authors_from_metadata, year_of
 from ingest.pdf.margins import _body_size, _remove_running_lines
 from ingest.pdf.page import _Block, _Line, _Page
 from ingest.pdf.text import _TextBuilder, _ends_sentence, _is_caption, _reading_order, _starts_paragraph, _vocabulary
@@ -71,6 +72,8 @@ class _Assembler:
     ref_spans: list[tuple[int, int]] = field(default_factory=list)
     front_blocks: list[_Block] = field(default_factory=list)
     pending_captions: list[_Block] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    front_lines: list[str] | None = None  # the first page's lines before the abstract (names, affiliations)
 
     def run(self) -> ParsedPaper:
         self.body_size = _body_size(self.pages)
@@ -227,8 +230,15 @@ class _Assembler:
         self.prev, self.prev_block = None, None
         self.phase = "references" if heading.kind == "references" else "body"
 
+    def _keep_front_lines(self) -> None:
+        """The first page's front matter, kept for the authors before it is sent on as body text."""
+        if self.front_lines is None:
+            self.front_lines = [line.text for b in self.front_blocks if b.page == 0 for line in b.lines
+                                if id(line) not in self.title_ids]
+
     def _begin_body(self, heading: Heading) -> None:
         """The first section: decide what the front matter held besides title and authors."""
+        self._keep_front_lines()
         self.detector.allow_generic = True
         self.prev = None
         if heading.kind in ("references", "appendix") and not self.abstract.length:
@@ -278,6 +288,7 @@ class _Assembler:
                 self.ref_spans.append((start, end))
 
     def _finish(self) -> None:
+        self._keep_front_lines()
         if self.phase == "front":
             self._replay_front_matter()
         elif self.phase == "references":
@@ -311,7 +322,15 @@ class _Assembler:
             n_pages=self.n_pages,
             page_offsets=offsets,
             warnings=self.warnings,
+            authors=(authors_from_metadata(self.metadata.get("author"))
+                     or authors_from_first_page(self.front_lines or [])),
+            year=year_of(self.metadata, self._first_page_text()),
         )
+
+    def _first_page_text(self) -> str:
+        """The first page's lines, margins included (arXiv's stamp runs up the left margin)."""
+        first = next((p for p in self.pages if p.number == 0), None)
+        return "\n".join(line.text for b in first.blocks for line in b.lines) if first else ""
 
     def _page_offsets(self, length: int) -> list[int]:
         """Where each page starts in the text; a page without body text starts where the next one does."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
@@ -78,6 +78,7 @@ class _Document:
     n_pages: int
     metadata_title: str
     repaired: bool
+    metadata: dict[str, str] = field(default_factory=dict)  # PyMuPDF's doc.metadata (author, creationDate, ...)
 
 
 def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int | None = None) -> _Document:
@@ -108,8 +109,9 @@ def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int 
         if unreadable:
             raise PDFError(f"{label} is damaged: page(s) {_ranges(unreadable)} of {doc.page_count} could not be "
                            "read; download it again")
-        metadata_title = ((doc.metadata or {}).get("title") or "").strip()
-        return _Document(pages, doc.page_count, metadata_title, doc.is_repaired)
+        metadata = {k: v for k, v in (doc.metadata or {}).items() if isinstance(v, str)}
+        metadata_title = (metadata.get("title") or "").strip()
+        return _Document(pages, doc.page_count, metadata_title, doc.is_repaired, metadata)
     finally:
         doc.close()
 

@@ -83,7 +83,8 @@ def draft_abstract(copilot: Copilot, paper_id: str, *, user_id: str, on_text: On
     t1 = time.perf_counter()
     title = paper.title or paper.id
     reply, calls = generate(copilot, prompts.DRAFT_ABSTRACT_SYSTEM,
-                            prompts.abstract_user(title, [f"({c.section}) {c.text}" for c in excerpts]),
+                            prompts.abstract_user(title, [f"({c.section}) {c.text}" for c in excerpts],
+                                                  language=copilot.answer_language(user_id)),
                             on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
@@ -127,7 +128,8 @@ def draft_synthesis(copilot: Copilot, paper_ids: list[str], *, user_id: str,
     texts = [_paper_summary(copilot, p, budget) for p in papers]
     timings = {"select_ms": _ms(start)}
     t1 = time.perf_counter()
-    reply, calls = generate(copilot, prompts.DRAFT_SYNTHESIS_SYSTEM, prompts.synthesis_user(texts), on_text=on_text)
+    reply, calls = generate(copilot, prompts.DRAFT_SYNTHESIS_SYSTEM,
+                            prompts.synthesis_user(texts, language=copilot.answer_language(user_id)), on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
     title = "; ".join(s.title for s in sources)
@@ -183,7 +185,8 @@ def draft_related_work(copilot: Copilot, title: str, abstract: str, *, user_id: 
         texts.append(truncate_tokens(f"{result.title}. {result.abstract}", budget, count))
 
     t1 = time.perf_counter()
-    reply, calls = generate(copilot, prompts.DRAFT_RELATED_SYSTEM, prompts.related_user(title, abstract, texts),
+    reply, calls = generate(copilot, prompts.DRAFT_RELATED_SYSTEM,
+                            prompts.related_user(title, abstract, texts, language=copilot.answer_language(user_id)),
                             on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)

@@ -1,0 +1,52 @@
+"""A first visit's way in: on an empty library, "Add example papers" brings the three newest arXiv papers of a
+chosen category (and, offline, says that uploading works instead). Shown only while the user's library is empty."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from copilot.ui.actions import action
+from copilot.ui.context import AppContext
+from copilot.ui.library_format import reported
+from ingest.errors import ArxivUnavailable
+
+EXAMPLE_CATEGORIES = ["cs.CL", "cs.IR", "cs.LG", "cs.AI", "cs.CV", "stat.ML", "q-bio.NC", "astro-ph.CO", "hep-th"]
+LIBRARY_HINT = ("**Start here:** your library is empty. Add three recent arXiv papers of a category, or search "
+                "arXiv, upload PDFs or import a BibTeX file below.")
+OFFLINE_EXAMPLES = ("⚠️ **arXiv is unavailable, so no example papers can be fetched now.** Upload PDFs of your own "
+                    "under *Upload PDFs* instead. ({detail})")
+
+
+def build(ctx: AppContext, notice: gr.Markdown, papers: gr.Dataframe, rows: Callable[[str], list[list[Any]]]
+          ) -> dict[str, Any]:
+    """Lay out the panel (hidden until the page knows the library is empty) and wire its events."""
+    act = action(ctx)
+    with gr.Group(visible=False) as group:
+        gr.Markdown(LIBRARY_HINT, elem_id="library-hint")
+        with gr.Row():
+            category = gr.Dropdown(EXAMPLE_CATEGORIES, value="cs.CL", label="arXiv category", allow_custom_value=True,
+                                   scale=3, elem_id="example-category")
+            go = gr.Button("Add example papers", variant="primary", scale=1, elem_id="add-examples")
+
+    @act
+    def add_example_papers(category: str, user_id: str, progress: gr.Progress = gr.Progress()
+                           ) -> tuple[str, list[list[Any]]]:
+        """Start a library with the three newest arXiv papers of a category (e.g. cs.CL)."""
+        try:
+            report = ctx.copilot.add_example_papers(category or "cs.CL", user_id,
+                                                    lambda fraction, message: progress(fraction, desc=message),
+                                                    quotas=ctx.quotas)
+        except ArxivUnavailable as exc:
+            return OFFLINE_EXAMPLES.format(detail=exc), rows(user_id)
+        return reported(report, "ref"), rows(user_id)
+
+    @act
+    def first_visit(user_id: str) -> Any:  # noqa: ANN401 - a Gradio update
+        """The panel is shown while the user's library is empty."""
+        return gr.update(visible=not ctx.copilot.papers(user_id))
+
+    event = go.click(add_example_papers, [category], [notice, papers], api_name="add_example_papers")
+    return {"changed": [event], "shown": (first_visit, group)}

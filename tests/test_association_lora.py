@@ -26,8 +26,8 @@ from copilot.association.data import Life
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.heldout import pooled_with_distractors, relation_of_queries
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
-from copilot.association.report import both_sides
 from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
+from copilot.association.report import both_sides
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot

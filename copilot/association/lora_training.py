@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.association.data import Life, Pair, pairs_of
+from copilot.association.data import Life, pairs_of
 from copilot.association.decontam import DEFAULT_THRESHOLD, decontaminate
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import UNTRAINED, evaluate
@@ -297,8 +297,8 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
     model.eval()
     done = time.perf_counter()
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    info = {"train": asdict(config) | {"targets": list(config.targets),
-                                       "layers": list(config.layers) if config.layers else None}, "test_persons": sorted(held),
+    layers = list(config.layers) if config.layers else None
+    info = {"train": asdict(config) | {"targets": list(config.targets), "layers": layers}, "test_persons": sorted(held),
             "val_persons": sorted({x.person for x in val_lives}), "n_fit_persons": len({x.person for x in fit_lives}),
             "n_pairs": len(cleaned.kept), "n_dropped_by_decontamination": len(cleaned.dropped),
             "best_step": best["step"], "validation": history, "n_parameters": int(n_trainable), "dimension": 384,

@@ -178,7 +178,8 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
     data: dict = {"adapter": {"kind": adapter.kind, "weight": adapter.weight, "parameters": adapter.n_parameters},
                   "held_out": {}}
     locomo_memories, locomo_queries = locomo_benchmark(locomo) if locomo is not None and locomo.exists() else ([], [])
-    for pool, (memories, queries) in benchmarks(held, [m.text for m in locomo_memories], distractors_per_person).items():
+    pools = benchmarks(held, [m.text for m in locomo_memories], distractors_per_person)
+    for pool, (memories, queries) in pools.items():
         result = scored(memories, queries, cache, adapter, baseline)
         label = "all held-out statements" + (f", {distractors_per_person} distractor lines per person"
                                              if pool == "distractors" else "")

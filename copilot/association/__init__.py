@@ -25,8 +25,8 @@ one, and every existing index ranks by the combined score unchanged.
 Why the MLP is the default. Both kinds were trained on the same 376 of 470 simulated persons and measured on
 the other 94 (930 statements, 2,789 triggers), whose statements were also hidden among 300 distractor lines
 per person. Trigger Recall@10 with distractors: plain 18.0, MLP 23.2 (+5.1, exact McNemar p 9e-24), LoRA
-18.5 (+0.4, p 0.26); the MLP beats the LoRA with p 4e-19. The LoRA could only be trained for 20 kept steps
-of 160 questions on 2 shared CPU cores (26 minutes); it is the kind to retrain where more compute is at hand
+18.5 (+0.4, p 0.26); the MLP beats the LoRA with p 4e-19. The LoRA could only be trained for 40 steps of
+160 questions on 2 shared CPU cores (step 20 kept); it is the kind to retrain where more compute is at hand
 (``python -m copilot.association train --out DIR``), and the report compares any two adapters on the
 same split (``report --adapter A --baseline B``).
 

@@ -69,6 +69,7 @@ def cli() -> None:
                    "instead of choosing it on training persons).")
 @click.option("--r", "rank", default=None, type=int, help="LoRA rank (default: LoraTrainConfig's).")
 @click.option("--targets", default=None, help="LoRA target modules, comma-separated (e.g. query,value).")
+@click.option("--layers", default=None, help="LoRA: BERT layers that get deltas, comma-separated, or 'all'.")
 @click.option("--lr", default=None, type=float, help="LoRA learning rate.")
 @click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
@@ -80,7 +81,8 @@ def cli() -> None:
 @click.option("--threshold", default=0.9, show_default=True, help="Decontamination cosine threshold.")
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings between runs.")
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
-          hidden: int, weight: float | None, rank: int | None, targets: str | None, lr: float | None,
+          hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
+          lr: float | None,
           max_steps: int | None, train_fraction: float, locomo: str, extra: tuple[str, ...], threshold: float,
           cache_file: str | None) -> None:
     _threads()
@@ -99,7 +101,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
         _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
                     dict(seed=seed, weight=weight, r=rank, lr=lr, max_steps=max_steps, train_fraction=train_fraction,
                          decontamination_threshold=threshold,
-                         targets=tuple(targets.split(",")) if targets else None), split_seed)
+                         targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
         return
     from copilot.association.training import TrainConfig, train as run_training
 
@@ -134,10 +136,12 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
 
 def _train_lora(out: str, lives: list, held_out: list[str], embedder: Embedder, cache: EmbeddingCache,
                 distractors: list[str], evaluation_texts: list[str], started: float, command: str,
-                overrides: dict, split_seed: int) -> None:
+                overrides: dict, split_seed: int, layers: str | None) -> None:
     from copilot.association.lora_training import LoraTrainConfig, save_run, train_lora
 
     config = LoraTrainConfig(**{k: v for k, v in overrides.items() if v is not None})
+    if layers:
+        config.layers = None if layers == "all" else tuple(int(n) for n in layers.split(","))
     run = train_lora(lives, held_out, cache, config, embedder.model_path, distractors, evaluation_texts,
                      progress=lambda line: click.echo("  " + line))
     cache.save()

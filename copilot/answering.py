@@ -241,7 +241,8 @@ class Answerer:
         if settings.association:
             from copilot.association import AssociativeScorer, load_adapter
 
-            self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None))
+            self.association = AssociativeScorer(embedder, load_adapter(settings.association_adapter or None,
+                                                                        getattr(embedder, "model_path", None)))
 
     def flush(self, timeout: float | None = None) -> bool:
         return self.worker.flush(timeout)
@@ -257,7 +258,7 @@ class Answerer:
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids,
-                                      thought_query_vector=self.associative_vector(vector),
+                                      thought_query_vector=self.associative_vector(vector, text),
                                       query_text=text, **retrieval_options(s))
         return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
                             dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
@@ -392,8 +393,10 @@ class Answerer:
                                           reason=outcome.reason, timings=result.timings,
                                           llm_calls=result.as_dict()["llm_calls"])
 
-    def associative_vector(self, plain: np.ndarray) -> np.ndarray | None:
-        """The combined (plain + learned association) query vector, or None when association is off."""
+    def associative_vector(self, plain: np.ndarray, text: str) -> np.ndarray | None:
+        """The combined (plain + learned association) query vector of ``text`` (whose plain vector is ``plain``),
+        or None when association is off. The adapted encoder reads ``text`` once per question: thoughts and
+        memories of the same turn share that pass."""
         if self.association is None:
             return None
-        return self.association.query_vectors(plain[None, :])[0]
+        return self.association.query_vector(text, plain)

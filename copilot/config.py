@@ -147,7 +147,8 @@ class Settings(BaseSettings):
         description="Recall thoughts and personal memories with the learned association score (plain cosine "
         "plus a query-side adapter; no LLM call).",
     )
-    association_adapter: str = Field("", description="Adapter file for the association score; empty = the shipped one.")
+    association_adapter: str = Field("", description="Adapter for the association score: a LoRA directory or a "
+                                     "residual-MLP .npz file; empty = the shipped residual MLP.")
 
     users: Literal["auto", "single", "session", "hf"] = Field(
         "auto",

@@ -24,15 +24,15 @@ PERSONA_CHARS = 300  # how much of the persona goes into an answer's prompt
 RECALLED = 3  # memories recalled for a message, of which at most ``USED`` personalise the answer
 USED = 2
 
-AssociativeVector = Callable[[np.ndarray], "np.ndarray | None"]
+AssociativeVector = Callable[[np.ndarray, str], "np.ndarray | None"]
 
 
 class PersonalMemories:
     """Each user's memories: keep, recall, and what they add to an answer's prompt."""
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, associative: AssociativeVector) -> None:
-        """``associative``: the combined query vector for a plain one, or None when association is
-        off."""
+        """``associative``: the combined query vector for a plain one and its text, or None when association
+        is off."""
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -60,7 +60,7 @@ class PersonalMemories:
         if not self.store.count("memories", mine):
             return []
         plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
-        combined = self.associative(plain)
+        combined = self.associative(plain, message)
         hits = self.store.search("memories", combined if combined is not None else plain, k, mine)
         if not hits:
             return []

@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from copilot.association import AssociativeScorer, QueryAdapter, combined_scores, load_adapter
-from copilot.association.adapter import DEFAULT_ADAPTER_PATH, AdapterFileError, unit_rows
+from copilot.association.adapter import DEFAULT_MLP_PATH, AdapterFileError, unit_rows
 from copilot.association.cli import cli
 from copilot.association.data import (
     Life,
@@ -257,9 +257,9 @@ def lives_the_adapter_was_trained_from(n_persons: int) -> list:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not LIVES_DIR.exists(), reason="the simulated lives are not available")
-def test_shipped_adapter_beats_plain_cosine_on_held_out_persons(cache: EmbeddingCache) -> None:
-    assert DEFAULT_ADAPTER_PATH.stat().st_size < 5 * 1024 * 1024
-    adapter = load_adapter()
+def test_shipped_mlp_adapter_beats_plain_cosine_on_held_out_persons(cache: EmbeddingCache) -> None:
+    assert DEFAULT_MLP_PATH.stat().st_size < 5 * 1024 * 1024
+    adapter = load_adapter(DEFAULT_MLP_PATH)
     lives = lives_the_adapter_was_trained_from(adapter.config["n_train_persons"] + len(adapter.config["val_persons"]))
     held_out = sorted(adapter.config["val_persons"])
     train_persons, val_persons = split_persons(persons_of(lives), len(held_out), adapter.config["split_seed"])

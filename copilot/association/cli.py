@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -53,58 +54,106 @@ def cli() -> None:
     pass
 
 
-@cli.command(help="Train a query adapter on simulated lives and save it (.npz).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Adapter file to write (.npz).")
+@cli.command(help="Train a query adapter on simulated lives and save it (LoRA: a directory; other kinds: .npz).")
+@click.option("--out", required=True, type=click.Path(), help="Adapter to write: a directory (lora) or .npz file.")
 @click.option("--data", default=str(DEFAULT_LIVES_DIR), show_default=True, help="A lives_*.jsonl directory or file.")
-@click.option("--val-persons", default=30, show_default=True, help="Persons held out for validation.")
-@click.option("--split-seed", default=0, show_default=True, help="Seed of the train/validation person split.")
-@click.option("--epochs", default=None, type=int, help="Training epochs (default: TrainConfig's).")
+@click.option("--val-persons", default=94, show_default=True, help="Persons held out (never trained on).")
+@click.option("--split-seed", default=0, show_default=True, help="Seed of the train/held-out person split.")
+@click.option("--epochs", default=None, type=int, help="Training epochs of the .npz kinds (default: TrainConfig's).")
 @click.option("--seed", default=0, show_default=True, help="Seed of initialisation and batch order.")
-@click.option("--kind", type=click.Choice(["residual_mlp", "linear", "mlp"]), default="residual_mlp",
+@click.option("--kind", type=click.Choice(["lora", "residual_mlp", "linear", "mlp"]), default="lora",
               show_default=True)
 @click.option("--hidden", default=384, show_default=True, help="Hidden width of the MLP forms.")
-@click.option("--weight", default=None, type=float, help="Fix w instead of choosing it on training persons.")
+@click.option("--weight", default=None, type=float,
+              help="w of the summed score (lora: trained with it, default LoraTrainConfig's; .npz kinds: fixes w "
+                   "instead of choosing it on training persons).")
+@click.option("--r", "rank", default=None, type=int, help="LoRA rank (default: LoraTrainConfig's).")
+@click.option("--targets", default=None, help="LoRA target modules, comma-separated (e.g. query,value).")
+@click.option("--layers", default=None, help="LoRA: BERT layers that get deltas, comma-separated, or 'all'.")
+@click.option("--lr", default=None, type=float, help="LoRA learning rate.")
+@click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
+@click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
-              help="LoCoMo file whose turns and questions are decontaminated against ('' to skip).")
+              help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
+                   "the LoRA's validation distractors.")
 @click.option("--decontaminate-against", "extra", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="More evaluation files (eval-command JSONL); their texts are kept out of training.")
 @click.option("--threshold", default=0.9, show_default=True, help="Decontamination cosine threshold.")
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings between runs.")
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
-          hidden: int, weight: float | None, locomo: str, extra: tuple[str, ...], threshold: float,
+          hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
+          lr: float | None,
+          max_steps: int | None, train_fraction: float, locomo: str, extra: tuple[str, ...], threshold: float,
           cache_file: str | None) -> None:
-    from copilot.association.training import TrainConfig, train as run_training
-
     _threads()
     started = time.perf_counter()
     lives = load_lives(data)
     _, held_out = split_persons(persons_of(lives), val_persons, split_seed)
     evaluation_texts = [str(r["text"]) for path in extra for r in read_jsonl(path)]
+    distractors: list[str] = []
     if locomo and Path(locomo).exists():
         memories, queries = locomo_benchmark(locomo)
-        evaluation_texts += [m.text for m in memories] + [q.text for q in queries]
+        distractors = [m.text for m in memories]
+        evaluation_texts += distractors + [q.text for q in queries]
+    embedder, cache = _embedding_cache(cache_file)
+    command = " ".join(["python -m copilot.association", *sys.argv[1:]])
+    if kind == "lora":
+        _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
+                    dict(seed=seed, weight=weight, r=rank, lr=lr, max_steps=max_steps, train_fraction=train_fraction,
+                         decontamination_threshold=threshold,
+                         targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
+        return
+    from copilot.association.training import TrainConfig, train as run_training
+
+    if train_fraction < 1.0:  # the data-size curve: a seeded share of the training persons, same held-out ones
+        train_persons, _ = split_persons(persons_of(lives), val_persons, split_seed)
+        random.Random(2).shuffle(train_persons)
+        keep = set(train_persons[:round(train_fraction * len(train_persons))]) | set(held_out)
+        lives = [life for life in lives if life.person in keep]
     config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold)
     if epochs is not None:
         config.epochs = epochs
     config.fixed_weight = weight
-    _, cache = _embedding_cache(cache_file)
     run = run_training(lives, held_out, cache, config, evaluation_texts)
     cache.save()
     run.adapter.config["split_seed"] = split_seed
-    run.adapter.config["command"] = " ".join(["python -m copilot.association", *sys.argv[1:]])
+    run.adapter.config["command"] = command
     path = run.adapter.save(out)
     c = run.adapter.config
     click.echo(f"persons: {c['n_train_persons']} train, {len(c['val_persons'])} held out; pairs: {c['n_pairs']} "
                f"(decontamination dropped {c['n_dropped_by_decontamination']})")
     for pair in run.info["dropped"][:3]:
         click.echo(f"  dropped ({pair['kind']}): {pair['query'][:90]!r}")
-    click.echo("w search (5-fold cross-validation on training persons, pooled folds):")
+    if c["weight_search"]:
+        click.echo("w search (5-fold cross-validation on training persons, pooled folds):")
     for row in c["weight_search"]:
         click.echo(f"  w={row['weight']:<5} trigger MRR {row['trigger_mrr']:.4f}  R@1 {row['trigger_r1']:.1f}  "
                    f"R@5 {row['trigger_r5']:.1f}  direct R@1 {row['direct_r1']:.1f}")
     click.echo(f"chosen w = {run.adapter.weight}; embeddings {run.info['encode_s']} s, fitting "
                f"{run.info['fit_s']} s, total {time.perf_counter() - started:.1f} s")
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+
+
+def _train_lora(out: str, lives: list, held_out: list[str], embedder: Embedder, cache: EmbeddingCache,
+                distractors: list[str], evaluation_texts: list[str], started: float, command: str,
+                overrides: dict, split_seed: int, layers: str | None) -> None:
+    from copilot.association.lora_training import LoraTrainConfig, save_run, train_lora
+
+    config = LoraTrainConfig(**{k: v for k, v in overrides.items() if v is not None})
+    if layers:
+        config.layers = None if layers == "all" else tuple(int(n) for n in layers.split(","))
+    run = train_lora(lives, held_out, cache, config, embedder.model_path, distractors, evaluation_texts,
+                     progress=lambda line: click.echo("  " + line))
+    cache.save()
+    path = save_run(run, out, {"split_seed": split_seed, "command": command})
+    i = run.info
+    size = sum(f.stat().st_size for f in Path(path).iterdir())
+    click.echo(f"persons: {i['n_fit_persons']} fitted, {len(i['val_persons'])} validation, "
+               f"{len(i['test_persons'])} held out; pairs: {i['n_pairs']} (decontamination dropped "
+               f"{i['n_dropped_by_decontamination']})")
+    click.echo(f"kept step {i['best_step']} (best validation Recall@10 with distractors); embeddings "
+               f"{i['encode_s']} s, fitting {i['fit_s']} s, total {time.perf_counter() - started:.1f} s")
+    click.echo(f"wrote {path} ({size / 1024:.0f} KiB, {i['n_parameters']:,} LoRA parameters)")
 
 
 @cli.command(help="Write more simulated lives (JSONL) with the configured LLM; needs a capable endpoint.")
@@ -140,9 +189,9 @@ def simulate(out: str, n_persons: int, seed: int, prefix: str, max_tokens: int) 
 def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, weight: float | None,
                  as_json: bool, cache_file: str | None) -> None:
     _threads()
-    adapter = load_adapter(adapter_path)
+    embedder, cache = _embedding_cache(cache_file)
+    adapter = load_adapter(adapter_path, embedder.model_path)
     w = adapter.weight if weight is None else weight
-    _, cache = _embedding_cache(cache_file)
     ks = sorted({c for c in (1, 5, k) if c <= k})
     result = evaluate(read_memories(memories), read_queries(queries), cache, adapter,
                       {UNTRAINED: 0.0, ASSOCIATION: w}, ks)
@@ -153,23 +202,29 @@ def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, 
         click.echo(format_table(result, (UNTRAINED, ASSOCIATION), f"Recall@k (w = {w})"))
 
 
-@cli.command(help="Every figure: held-out lives (two pools), LoCoMo look-up, read-time cost.")
-@click.option("--adapter", "adapter_path", default=None, help="Adapter file (default: the shipped one).")
+@cli.command(help="Every figure: held-out persons (alone and among distractors), LoCoMo look-up, read-time cost.")
+@click.option("--adapter", "adapter_path", default=None, help="Adapter (default: the shipped one).")
+@click.option("--baseline", "baseline_path", default=None,
+              help="A second adapter to compare on the same split (e.g. the residual MLP .npz).")
 @click.option("--data", default=str(DEFAULT_LIVES_DIR), show_default=True)
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True, help="'' to skip LoCoMo.")
+@click.option("--distractors", "per_person", default=300, show_default=True,
+              help="Distractor lines (LoCoMo turns) added to each held-out person's search.")
+@click.option("--both-sides", is_flag=True, help="Also let the adapter read the memories (an ablation).")
 @click.option("--timing-queries", default=100, show_default=True)
 @click.option("--write-eval-files", "eval_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the benchmarks as eval-command JSONL files into this directory.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
-def report(adapter_path: str | None, data: str, locomo: str, timing_queries: int, eval_dir: str | None,
-           as_json: bool, cache_file: str | None) -> None:
+def report(adapter_path: str | None, baseline_path: str | None, data: str, locomo: str, per_person: int,
+           both_sides: bool, timing_queries: int, eval_dir: str | None, as_json: bool, cache_file: str | None) -> None:
     _threads()
-    adapter = load_adapter(adapter_path)
     embedder, cache = _embedding_cache(cache_file)
+    adapter = load_adapter(adapter_path, embedder.model_path)
+    baseline = load_adapter(baseline_path, embedder.model_path) if baseline_path else None
     text, data_out = build_report(adapter, load_lives(data), cache, Path(locomo) if locomo else None,
                                   AssociativeScorer(embedder, adapter), timing_queries,
-                                  Path(eval_dir) if eval_dir else None)
+                                  Path(eval_dir) if eval_dir else None, baseline, per_person, both_sides)
     cache.save()
     click.echo(json.dumps(data_out, indent=2) if as_json else text)
 

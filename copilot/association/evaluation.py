@@ -83,7 +83,7 @@ def evaluate(memories: Sequence[Memory], queries: Sequence[Query], cache: Embedd
     result = EvalResult(list(queries), ks)
     memory_vectors = cache.encode([m.text for m in memories])
     query_vectors = cache.encode([q.text for q in queries])
-    adapted = adapter.transform(query_vectors) if len(query_vectors) else query_vectors
+    adapted = adapter.adapt(query_vectors, [q.text for q in queries]) if len(query_vectors) else query_vectors
     by_group: dict[str, list[int]] = {}
     for i, m in enumerate(memories):
         by_group.setdefault(m.group, []).append(i)

@@ -1,11 +1,14 @@
-"""The figures that justify shipping the adapter, measured on data it never trained on.
+"""The figures that justify shipping the adapter, measured on persons and conversations it never trained on.
 
-1. Held-out persons: a trigger must bring back its statement, searched among that person's ten statements
-   and, harder, among every held-out statement of every held-out person; plain cosine against the combined
-   score, with the exact McNemar test on per-query hits.
+1. Held-out persons (the adapter file names them): every held-out statement in one pool, searched by each
+   trigger and each direct question, first alone and then hidden among distractor lines (a few hundred
+   conversational lines per person, :mod:`copilot.association.heldout`); plain cosine, the association term
+   alone, the combined score, and optionally a baseline adapter trained on the same split (the residual
+   MLP), with the exact McNemar test on per-query hits and a per-relation table.
 2. Ordinary look-up must not get worse: LoCoMo questions against their conversation's turns, evidence
    Recall@k, plain against combined.
-3. Read-time cost: one query's encoding with and without the adapter applied, and no LLM involved.
+3. Read-time cost: one question's encoding, plain and with the adapter applied as the engine applies it, and
+   no LLM involved.
 """
 
 from __future__ import annotations
@@ -16,115 +19,197 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from copilot.association.adapter import QueryAdapter
-from copilot.association.data import Life, locomo_benchmark, lives_benchmark, write_benchmark
+import numpy as np
+
+from copilot.association.data import RELATIONS, Life, locomo_benchmark, lives_benchmark, write_benchmark
 from copilot.association.embedcache import EmbeddingCache
-from copilot.association.evaluation import (
-    ADAPTER_ONLY,
-    ASSOCIATION,
-    UNTRAINED,
-    EvalResult,
-    evaluate,
-    format_table,
-)
+from copilot.association.evaluation import ADAPTER_ONLY, ASSOCIATION, UNTRAINED, EvalResult, evaluate, format_table
+from copilot.association.heldout import DISTRACTORS_PER_PERSON, benchmarks, relation_of_queries
+from copilot.association.metrics import mcnemar_exact
 from copilot.association.scoring import AssociativeScorer
 
-SCORERS = (UNTRAINED, "adapter only", ASSOCIATION)
+ALONE = "association term alone"
+BASELINE = "baseline"
+SCORERS = (UNTRAINED, ALONE, ASSOCIATION)
 
 
-def _scorers(adapter: QueryAdapter) -> dict[str, float]:
-    return {UNTRAINED: 0.0, "adapter only": ADAPTER_ONLY, ASSOCIATION: adapter.weight}
-
-
-def held_out_lives(adapter: QueryAdapter, lives: Sequence[Life]) -> list[Life]:
-    """The lives of the persons the adapter's file names as validation persons."""
-    names = set(adapter.config.get("val_persons", []))
+def held_out_persons(adapter: Any) -> list[str]:
+    """The persons the adapter never trained on: ``test_persons`` (LoRA) or ``val_persons`` (``.npz``)."""
+    names = adapter.config.get("test_persons") or adapter.config.get("val_persons") or []
     if not names:
-        raise ValueError("The adapter file names no validation persons; pass lives explicitly.")
+        raise ValueError("The adapter file names no held-out persons; pass lives explicitly.")
+    return sorted(names)
+
+
+def held_out_lives(adapter: Any, lives: Sequence[Life]) -> list[Life]:
+    names = set(held_out_persons(adapter))
     return [life for life in lives if life.person in names]
 
 
-def lives_results(adapter: QueryAdapter, lives: Sequence[Life], cache: EmbeddingCache) -> dict[str, EvalResult]:
-    """Triggers and direct questions, per-person pool and pooled over all given persons."""
-    results = {}
-    for pooled in (False, True):
-        memories, queries = lives_benchmark(lives, pooled=pooled, kinds=("trigger", "direct"))
-        result = evaluate(memories, queries, cache, adapter, _scorers(adapter))
-        pool = "all held-out statements" if pooled else "own 10 statements"
-        results[f"triggers, {pool}"] = result.subset("trigger")
-        results[f"direct questions, {pool}"] = result.subset("direct")
-    return results
+class Remembering:
+    """An adapter whose E_θ(q) of each text is computed once per report: the held-out queries are scored in
+    two pools, and a LoRA pass over thousands of questions is the slow part on a CPU."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.inner = adapter
+        self.kind, self.weight, self.config = adapter.kind, adapter.weight, adapter.config
+        self.dimension, self.n_parameters = adapter.dimension, adapter.n_parameters
+        self._seen: dict[str, np.ndarray] = {}
+
+    def adapt(self, plain: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
+        if texts is None:
+            return self.inner.adapt(plain, None)
+        missing = [i for i, t in enumerate(texts) if t not in self._seen]
+        if missing:
+            fresh = self.inner.adapt(plain[missing], [texts[i] for i in missing])
+            self._seen.update({texts[i]: v for i, v in zip(missing, fresh, strict=True)})
+        return np.stack([self._seen[t] for t in texts])
 
 
-def locomo_result(adapter: QueryAdapter, cache: EmbeddingCache, path: Path) -> EvalResult:
-    memories, queries = locomo_benchmark(path)
-    return evaluate(memories, queries, cache, adapter, _scorers(adapter))
+def scored(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, baseline: Any | None) -> EvalResult:
+    """Plain, association term alone and combined under ``adapter``; the baseline's combined score beside."""
+    result = evaluate(memories, queries, cache, adapter,
+                      {UNTRAINED: 0.0, ALONE: ADAPTER_ONLY, ASSOCIATION: adapter.weight})
+    if baseline is not None:
+        other = evaluate(memories, queries, cache, baseline, {BASELINE: baseline.weight})
+        result.recall.update(other.recall)
+        result.rank.update(other.rank)
+    return result
+
+
+def both_sides(lives: Sequence[Life], cache: EmbeddingCache, adapter: Any, k: int = 10) -> dict:
+    """The ablation "query side against both sides", at evaluation only: the same adapter also reads the
+    memories, cos(E(q), E(m)) + w·cos(E_θ(q), E_θ(m)), on the pooled held-out statements (triggers)."""
+    memories, queries = lives_benchmark(lives, pooled=True)
+    texts = [m.text for m in memories]
+    plain_m, plain_q = cache.encode(texts), cache.encode([q.text for q in queries])
+    adapted_q = adapter.adapt(plain_q, [q.text for q in queries])
+    adapted_m = adapter.adapt(plain_m, texts)
+    gold = np.array([[m.id for m in memories].index(q.gold[0]) for q in queries])
+
+    def hits(scores: np.ndarray) -> np.ndarray:
+        return (np.argsort(-scores, axis=1, kind="stable")[:, :k] == gold[:, None]).any(1).astype(float)
+
+    plain = hits(plain_q @ plain_m.T)
+    query_side = hits(plain_q @ plain_m.T + adapter.weight * adapted_q @ plain_m.T)
+    both = hits(plain_q @ plain_m.T + adapter.weight * adapted_q @ adapted_m.T)
+    return {"n_queries": len(queries), f"plain_recall@{k}": round(100 * plain.mean(), 2),
+            f"query_side_recall@{k}": round(100 * query_side.mean(), 2),
+            f"both_sides_recall@{k}": round(100 * both.mean(), 2),
+            "mcnemar_both_vs_query_side": asdict(mcnemar_exact(query_side, both))}
+
+
+def relation_table(result: EvalResult, relations: Sequence[str], scorers: Sequence[str], k: int = 10) -> dict:
+    """Recall@k per relation and scorer (percent), with the query count."""
+    rel = np.array(relations)
+    out = {}
+    for name in RELATIONS:
+        keep = rel == name
+        out[name] = {"n": int(keep.sum())} | {s: round(100 * float(result.recall[s][k][keep].mean()), 2)
+                                              for s in scorers if keep.any()}
+    return out
 
 
 def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int = 1) -> dict:
-    """Median milliseconds to encode one query, plain and with the adapter applied as the engine applies it
-    (:meth:`AssociativeScorer.query_vectors` on the plain vector), interleaved.
-
-    Alternating the two per query spreads any background load evenly over both.
-    """
+    """Median milliseconds to encode one question, plain and with the adapter applied as the engine applies it
+    (:meth:`AssociativeScorer.query_vectors`: the LoRA's second pass), interleaved so background load falls
+    evenly on both."""
     embedder = scorer.embedder
     plain_ms: list[float] = []
     adapted_ms: list[float] = []
-    adapter_us: list[float] = []
-    embedder.encode_queries(texts[:2])  # warm-up
+    adapter_ms: list[float] = []
+    scorer.query_vectors(embedder.encode_queries(texts[:2]), list(texts[:2]))  # warm-up, loads the adapter
     for _ in range(repeats):
         for i, text in enumerate(texts):
             for adapted in ((False, True) if i % 2 else (True, False)):
                 start = time.perf_counter()
                 vector = embedder.encode_queries([text])
                 if adapted:
-                    scorer.query_vectors(vector)
+                    scorer.query_vectors(vector, [text])
                 (adapted_ms if adapted else plain_ms).append(1000 * (time.perf_counter() - start))
             start = time.perf_counter()
-            scorer.query_vectors(vector)
-            adapter_us.append(1e6 * (time.perf_counter() - start))
+            scorer.query_vectors(vector, [text])
+            adapter_ms.append(1000 * (time.perf_counter() - start))
     plain, adapted = statistics.median(plain_ms), statistics.median(adapted_ms)
     return {"n_queries": len(texts) * repeats, "plain_ms_median": round(plain, 2),
-            "with_adapter_ms_median": round(adapted, 2), "ratio": round(adapted / plain, 3),
-            "adapter_alone_us_median": round(statistics.median(adapter_us), 1),
+            "with_adapter_ms_median": round(adapted, 2), "extra_ms_median": round(adapted - plain, 2),
+            "ratio": round(adapted / plain, 3), "adapter_alone_ms_median": round(statistics.median(adapter_ms), 2),
             "llm_modules_loaded": any(name == "copilot.llm" or name.startswith("copilot.llm.")
                                       for name in sys.modules)}
 
 
-def _json_block(result: EvalResult) -> dict:
-    summary = result.summary(SCORERS)
-    summary["mrr"] = {s: round(result.mrr(s), 4) for s in SCORERS}
+def _json_block(result: EvalResult, scorers: Sequence[str]) -> dict:
+    summary = result.summary(scorers)
+    summary["mrr"] = {s: round(result.mrr(s), 4) for s in scorers}
     summary["gain"] = {f"recall@{k}": round(result.percent(ASSOCIATION, k) - result.percent(UNTRAINED, k), 2)
                        for k in result.ks}
     summary["mcnemar"] = {f"recall@{k}": asdict(result.significance(k)) for k in result.ks}
+    if BASELINE in scorers:
+        summary["mcnemar_vs_baseline"] = {f"recall@{k}": asdict(result.significance(k, BASELINE, ASSOCIATION))
+                                          for k in result.ks}
     return summary
 
 
-def build_report(adapter: QueryAdapter, lives: Sequence[Life], cache: EmbeddingCache, locomo: Path | None,
-                 scorer: AssociativeScorer | None, timing_queries: int = 100, eval_dir: Path | None = None
-                 ) -> tuple[str, dict]:
+def _relation_markdown(table: dict, scorers: Sequence[str]) -> str:
+    lines = ["| relation | triggers | " + " | ".join(scorers) + " | gain over plain |",
+             "|---|---|" + "---|" * (len(scorers) + 1)]
+    for name, row in table.items():
+        cells = " | ".join(f"{row.get(s, 0.0):.1f}" for s in scorers)
+        lines.append(f"| {name} | {row['n']} | {cells} | {row.get(ASSOCIATION, 0) - row.get(UNTRAINED, 0):+.1f} |")
+    return "\n".join(lines)
+
+
+def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, locomo: Path | None,
+                 scorer: AssociativeScorer | None, timing_queries: int = 100, eval_dir: Path | None = None,
+                 baseline: Any | None = None, distractors_per_person: int = DISTRACTORS_PER_PERSON,
+                 with_both_sides: bool = False) -> tuple[str, dict]:
     """Markdown and JSON of every figure; ``eval_dir`` also receives the benchmarks as eval-command files."""
     held = held_out_lives(adapter, lives)
-    sections = [f"Adapter: {adapter.kind}, {adapter.n_parameters:,} parameters, w = {adapter.weight}; "
-                f"held-out persons: {len({life.person for life in held})}, statements: {len(held)}."]
+    adapter = Remembering(adapter)
+    baseline = Remembering(baseline) if baseline is not None else None
+    scorers = (*SCORERS[:2], *([BASELINE] if baseline is not None else []), ASSOCIATION)
+    head = (f"Adapter: {adapter.kind}, {adapter.n_parameters:,} parameters, w = {adapter.weight}; held-out "
+            f"persons: {len({life.person for life in held})}, statements: {len(held)}")
+    if baseline is not None:
+        head += f"; baseline: {baseline.kind}, w = {baseline.weight}"
+    sections = [head + "."]
     data: dict = {"adapter": {"kind": adapter.kind, "weight": adapter.weight, "parameters": adapter.n_parameters},
                   "held_out": {}}
-    for title, result in lives_results(adapter, held, cache).items():
-        sections.append(format_table(result, SCORERS, f"Held-out {title}"))
-        data["held_out"][title] = _json_block(result)
-    if locomo is not None and locomo.exists():
-        result = locomo_result(adapter, cache, locomo)
-        sections.append(format_table(result, SCORERS, "LoCoMo evidence recall (questions → own conversation)"))
-        data["locomo"] = _json_block(result)
+    locomo_memories, locomo_queries = locomo_benchmark(locomo) if locomo is not None and locomo.exists() else ([], [])
+    pools = benchmarks(held, [m.text for m in locomo_memories], distractors_per_person)
+    for pool, (memories, queries) in pools.items():
+        result = scored(memories, queries, cache, adapter, baseline)
+        label = "all held-out statements" + (f", {distractors_per_person} distractor lines per person"
+                                             if pool == "distractors" else "")
+        block: dict = {}
+        for kind, title in (("trigger", "triggers"), ("direct", "direct questions")):
+            part = result.subset(kind)
+            sections.append(format_table(part, scorers, f"Held-out {title}, {label}"))
+            block[title] = _json_block(part, scorers)
+        triggers = result.subset("trigger")
+        table = relation_table(triggers, relation_of_queries(held, triggers.queries), scorers)
+        sections.append(f"**Trigger Recall@10 by relation, {label}**\n\n" + _relation_markdown(table, scorers))
+        block["by_relation_recall@10"] = table
+        data["held_out"][pool] = block
+    if with_both_sides:
+        data["both_sides"] = row = both_sides(held, cache, adapter)
+        sections.append("**Query side against both sides** (triggers, held-out statements alone; evaluation "
+                         "only): plain {plain_recall@10}, query side {query_side_recall@10}, both sides "
+                         "{both_sides_recall@10} (Recall@10)".format(**row)
+                         + f", McNemar p {row['mcnemar_both_vs_query_side']['p_value']:.2g}.")
+    if locomo_queries:
+        result = scored(locomo_memories, locomo_queries, cache, adapter, baseline)
+        sections.append(format_table(result, scorers, "LoCoMo evidence recall (questions → own conversation)"))
+        data["locomo"] = _json_block(result, scorers)
         if scorer is not None:
-            texts = [q.text for q in result.queries[:timing_queries]]
-            cost = read_time_cost(scorer, texts)
+            cost = read_time_cost(scorer, [q.text for q in locomo_queries[:timing_queries]])
             data["read_time"] = cost
-            sections.append("**Read-time cost** (one query, median of {n_queries}): plain {plain_ms_median} ms, "
-                            "with adapter {with_adapter_ms_median} ms, ratio {ratio}; the adapter alone "
-                            "{adapter_alone_us_median} µs; LLM modules loaded: {llm_modules_loaded}."
-                            .format(**cost))
+            sections.append("**Read-time cost** (one question, median of {n_queries}): plain {plain_ms_median} ms, "
+                            "with the adapter {with_adapter_ms_median} ms (+{extra_ms_median} ms, ×{ratio}); the "
+                            "adapter's pass alone {adapter_alone_ms_median} ms; LLM modules loaded: "
+                            "{llm_modules_loaded}.".format(**cost))
     if eval_dir is not None:
         _write_eval_files(held, locomo, eval_dir)
     return "\n\n".join(sections), data

@@ -1,7 +1,8 @@
 """The combined read-time score, and the one query vector through which the product searches by it.
 
 score(q, m) = cos(E(q), E(m)) + w·cos(E_θ(q), E(m)). Memories stay encoded once by the frozen base model;
-a query costs one base embedding plus the adapter's few matrix products, and no LLM call.
+a query costs one base embedding plus E_θ(q): the residual MLP's few matrix products (the default ``.npz``
+kind), or a second MiniLM pass with the LoRA merged in (the LoRA kind). No LLM call.
 
 Because every E(m) is a unit vector, the combined score equals the dot product of E(m) with the single
 query vector E(q) + w·E_θ(q). :meth:`AssociativeScorer.query_vectors` returns that vector normalised, which
@@ -11,6 +12,7 @@ the combined-score ranking unchanged: the engine searches thoughts and memories 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,10 @@ import numpy as np
 from copilot.association.adapter import QueryAdapter, load_adapter, unit_rows
 
 if TYPE_CHECKING:
+    from copilot.association.lora import LoraAdapter
     from copilot.embeddings import Embedder
+
+    Adapter = QueryAdapter | LoraAdapter
 
 
 def combined_scores(plain_queries: np.ndarray, adapted_queries: np.ndarray, memories: np.ndarray,
@@ -31,21 +36,31 @@ def combined_scores(plain_queries: np.ndarray, adapted_queries: np.ndarray, memo
     return scores
 
 
-def combined_query_vectors(plain_queries: np.ndarray, adapter: QueryAdapter, weight: float) -> np.ndarray:
-    """E(q) + w·E_θ(q): one vector per query whose dot product with E(m) is the combined score."""
+def combined_query_vectors(plain_queries: np.ndarray, adapter: Adapter, weight: float,
+                           texts: Sequence[str] | None = None) -> np.ndarray:
+    """E(q) + w·E_θ(q): one vector per query whose dot product with E(m) is the combined score (``texts``: the
+    queries themselves, which the LoRA kind reads)."""
     plain = np.asarray(plain_queries, dtype=np.float32)
     if not weight or not len(plain):
         return plain
-    return (plain + weight * adapter.transform(plain)).astype(np.float32, copy=False)
+    return (plain + weight * adapter.adapt(plain, texts)).astype(np.float32, copy=False)
+
+
+RECENT = 32  # questions whose adapted vector is kept
 
 
 class AssociativeScorer:
     """Scores stored memory vectors against a query with the combined score, and gives its query vectors."""
 
-    def __init__(self, embedder: Embedder, adapter: QueryAdapter | None = None, weight: float | None = None) -> None:
+    def __init__(self, embedder: Embedder, adapter: Adapter | None = None, weight: float | None = None) -> None:
         self.embedder = embedder
-        self.adapter = adapter if adapter is not None else load_adapter()
+        model_path = getattr(embedder, "model_path", None)
+        self.adapter = adapter if adapter is not None else load_adapter(base_model=model_path)
+        if getattr(self.adapter, "base_model", "") is None and model_path is not None:
+            self.adapter.base_model = model_path  # a LoRA applies to the embedder's own model
         self.weight = float(self.adapter.weight if weight is None else weight)
+        self._recent: dict[str, np.ndarray] = {}
+        self._recent_lock = threading.Lock()
         if self.adapter.dimension != embedder.dimension:
             raise ValueError(f"The adapter expects {self.adapter.dimension}-d vectors, the embedder gives "
                              f"{embedder.dimension}-d ones.")
@@ -58,7 +73,7 @@ class AssociativeScorer:
         """Combined scores of one query against ``memory_vectors`` (unit rows, shape ``(n, dim)``)."""
         plain = self.plain_query_vectors([query_text])
         memories = np.asarray(memory_vectors, dtype=np.float32).reshape(-1, self.adapter.dimension)
-        return combined_scores(plain, self.adapter.transform(plain), memories, self.weight)[0]
+        return combined_scores(plain, self.adapter.adapt(plain, [query_text]), memories, self.weight)[0]
 
     def rank(self, query_text: str, memory_vectors: np.ndarray, k: int = 10) -> list[int]:
         """Indices of the ``k`` best memories for ``query_text``, best first."""
@@ -67,6 +82,25 @@ class AssociativeScorer:
         top = np.argpartition(-scores, k - 1)[:k] if k else np.array([], dtype=int)
         return [int(i) for i in top[np.argsort(-scores[top], kind="stable")]]
 
-    def query_vectors(self, plain: np.ndarray) -> np.ndarray:
-        """Unit vectors, one per row E(q) of ``plain``, whose cosine ranking is the combined-score ranking."""
-        return unit_rows(combined_query_vectors(plain, self.adapter, self.weight))
+    def query_vector(self, text: str, plain: np.ndarray) -> np.ndarray:
+        """The combined unit query vector of one question (``plain``: its E(q), shape ``(dim,)``).
+
+        The last few questions' E_θ(q) are kept, so the memories and the thoughts recalled for the same turn
+        pay for one adapted pass, not two."""
+        with self._recent_lock:
+            adapted = self._recent.get(text)
+        if adapted is None:
+            adapted = self.adapter.adapt(plain[None, :], [text])[0]
+            with self._recent_lock:
+                self._recent[text] = adapted
+                while len(self._recent) > RECENT:
+                    self._recent.pop(next(iter(self._recent)))
+        if not self.weight:
+            return unit_rows(np.asarray(plain, dtype=np.float32)[None, :])[0]
+        return unit_rows((np.asarray(plain, dtype=np.float32) + self.weight * adapted)[None, :])[0]
+
+    def query_vectors(self, plain: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
+        """Unit vectors, one per row E(q) of ``plain`` (the encodings of ``texts``), whose cosine ranking is the
+        combined-score ranking. The LoRA kind reads ``texts`` a second time; the ``.npz`` kind needs only
+        ``plain``."""
+        return unit_rows(combined_query_vectors(plain, self.adapter, self.weight, texts))

@@ -366,7 +366,8 @@ class ThoughtRetriever(Method):
             return Retrieval(context, [])
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),
                                       min_confidence=c.settings.min_confidence, paper_ids=item.scope,
-                                      thought_query_vector=c.associative_vector(vector), query_text=item.query,
+                                      thought_query_vector=c.associative_vector(vector, item.query),
+                                      query_text=item.query,
                                       **retrieval_options(c.settings))
         ranking: list[str] = []
         for entry, _ in candidates:

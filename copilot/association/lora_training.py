@@ -1,0 +1,310 @@
+"""Training the query-side LoRA: InfoNCE on the summed score, batches of persons, chosen by held-back persons.
+
+Each step takes ``persons_per_batch`` persons. For every statement of theirs one trigger is drawn (a new one
+each epoch) and its direct question is kept, so plain look-up is trained too and does not decay. The
+candidates are every statement of those persons, as frozen vectors from :class:`EmbeddingCache`: the other
+statements of the same person are the hard negatives, the other persons' the easy ones. The loss is
+cross-entropy over
+
+    logits = (cos(E(q), m) + w·cos(E_θ(q), m)) / τ,   τ = 0.05,
+
+with E(q) frozen and only the LoRA deltas of E_θ trainable (peft ``LoraConfig`` on BERT's projections).
+
+Longer training learns the training persons instead of association (the loss keeps falling while recall on
+held-back people and on real conversations drops), so the run is short and stops early: every
+``eval_every`` steps the adapter is scored on validation persons, who are training persons held back from
+fitting, with their statements hidden among distractor lines, and the best state is kept. The test persons
+never enter here.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from copilot.association.data import Life, pairs_of
+from copilot.association.decontam import DEFAULT_THRESHOLD, decontaminate
+from copilot.association.embedcache import EmbeddingCache
+from copilot.association.evaluation import UNTRAINED, evaluate
+from copilot.association.heldout import DISTRACTORS_PER_PERSON, pooled_with_distractors
+from copilot.association.lora import load_base_transformer, mean_pooled, save_lora
+
+
+@dataclass
+class LoraTrainConfig:
+    """Everything that decides the trained LoRA; saved in its ``association.json``."""
+
+    r: int = 16
+    alpha: int = 32
+    lora_dropout: float = 0.1
+    targets: tuple[str, ...] = ("query", "value", "dense")
+    layers: tuple[int, ...] | None = (4, 5)  # BERT layers that get deltas; None: all six
+    lr: float = 5e-4
+    weight: float = 0.5
+    temperature: float = 0.05
+    persons_per_batch: int = 8
+    triggers_per_statement: int = 1
+    direct: bool = True
+    max_steps: int = 40
+    eval_every: int = 5
+    patience: int = 4
+    seed: int = 0
+    n_val_persons: int = 20
+    distractors_per_person: int = DISTRACTORS_PER_PERSON
+    max_direct_drop: float = 1.0
+    train_fraction: float = 1.0  # share of the fitting persons used (the data-size curve)
+    decontamination_threshold: float = DEFAULT_THRESHOLD
+
+
+def seed_everything(seed: int, threads: int = 2) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+
+
+def build_lora_model(base: Any, config: LoraTrainConfig) -> Any:
+    """The peft model around a fresh copy of MiniLM; the deltas start at zero (B = 0), so step 0 is E."""
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=config.r, lora_alpha=config.alpha, lora_dropout=config.lora_dropout,
+                      target_modules=list(config.targets), bias="none",
+                      layers_to_transform=list(config.layers) if config.layers else None)
+    return get_peft_model(base, lora)
+
+
+class SplitEncoder:
+    """MiniLM read in two parts when only its top layers hold deltas: the frozen layers below run once per text
+    (their output is kept, in eval mode), the layers with deltas run at every step. On 2 CPU cores this makes a
+    step of 160 questions with deltas in the top two layers about three times cheaper than the whole pass."""
+
+    def __init__(self, bert: Any, tokenizer: Any, max_tokens: int, cut: int) -> None:
+        self.bert, self.tokenizer, self.max_tokens, self.cut = bert, tokenizer, max_tokens, cut
+        self.states: dict[str, Any] = {}
+
+    def _ensure(self, texts: Sequence[str]) -> None:
+        import torch
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.states))
+        if not missing:
+            return
+        was_training = self.bert.training
+        self.bert.eval()
+        with torch.no_grad():
+            for start in range(0, len(missing), 64):
+                part = missing[start:start + 64]
+                batch = self.tokenizer(part, padding=True, truncation=True, max_length=self.max_tokens,
+                                       return_tensors="pt")
+                h = self.bert.embeddings(input_ids=batch["input_ids"], token_type_ids=batch.get("token_type_ids"))
+                mask = self.bert._create_attention_masks(batch["attention_mask"], None, h, None, None)[0]
+                for layer in self.bert.encoder.layer[:self.cut]:
+                    h = layer(h, mask)
+                for text, row, n in zip(part, h, batch["attention_mask"].sum(1).tolist(), strict=True):
+                    self.states[text] = row[:n].clone()
+        self.bert.train(was_training)
+
+    def __call__(self, texts: Sequence[str]) -> Any:
+        """Unit sentence vectors of ``texts`` through the upper layers (autograd kept for the deltas)."""
+        import torch
+        import torch.nn.functional as F
+
+        self._ensure(texts)
+        rows = [self.states[t] for t in texts]
+        length = max(r.shape[0] for r in rows)
+        h = torch.zeros(len(rows), length, rows[0].shape[1])
+        attention = torch.zeros(len(rows), length, dtype=torch.long)
+        for i, r in enumerate(rows):
+            h[i, :r.shape[0]] = r
+            attention[i, :r.shape[0]] = 1
+        mask = self.bert._create_attention_masks(attention, None, h, None, None)[0]
+        for layer in self.bert.encoder.layer[self.cut:]:
+            h = layer(h, mask)
+        weights = attention.unsqueeze(-1).to(h.dtype)
+        return F.normalize((h * weights).sum(1) / torch.clamp(weights.sum(1), min=1e-9), dim=-1)
+
+
+@dataclass
+class Batch:
+    texts: list[str]
+    plain: np.ndarray
+    candidates: np.ndarray
+    positives: np.ndarray
+
+
+def person_batches(lives: Sequence[Life], cache: EmbeddingCache, config: LoraTrainConfig, rng: random.Random,
+                   allowed: set[tuple[str, str]] | None = None) -> list[Batch]:
+    """One epoch of batches: persons shuffled, a trigger drawn per statement, its direct question kept.
+
+    ``allowed``: (query, statement) pairs that survived decontamination; others are skipped.
+    """
+    by_person: dict[str, list[Life]] = {}
+    for life in lives:
+        by_person.setdefault(life.person, []).append(life)
+    persons = sorted(by_person)
+    rng.shuffle(persons)
+    out = []
+    for start in range(0, len(persons), config.persons_per_batch):
+        chosen = persons[start:start + config.persons_per_batch]
+        statements = [life for p in chosen for life in by_person[p]]
+        texts, positives = [], []
+        for i, life in enumerate(statements):
+            picks = rng.sample(list(life.triggers), min(config.triggers_per_statement, len(life.triggers)))
+            if config.direct:
+                picks.append(life.direct_question)
+            for text in picks:
+                if allowed is None or (text, life.statement) in allowed:
+                    texts.append(text)
+                    positives.append(i)
+        if texts:
+            out.append(Batch(texts, cache.encode(texts), cache.encode([life.statement for life in statements]),
+                             np.array(positives, dtype=np.int64)))
+    return out
+
+
+def summed_info_nce(plain: Any, adapted: Any, candidates: Any, positives: Any, weight: float,
+                    temperature: float) -> Any:
+    """InfoNCE over (cos(E(q), m) + w·cos(E_θ(q), m)) / τ; all rows are unit vectors."""
+    import torch.nn.functional as F
+
+    logits = (plain @ candidates.T + weight * (adapted @ candidates.T)) / temperature
+    return F.cross_entropy(logits, positives)
+
+
+class _Probe:
+    """Encodes texts with the model being trained (eval mode, no gradient), as a read-time adapter would."""
+
+    kind = "lora"
+
+    def __init__(self, model: Any, encode: Callable[[Sequence[str]], Any], weight: float) -> None:
+        self.model, self.encode, self.weight = model, encode, weight
+        self.config: dict = {}
+
+    def adapt(self, plain: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
+        import torch
+
+        assert texts is not None
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            out = [self.encode(list(texts[i:i + 64])).numpy() for i in range(0, len(texts), 64)]
+        self.model.train(was_training)
+        return np.concatenate(out) if out else np.zeros_like(plain)
+
+
+def validation_score(probe: _Probe, val_lives: Sequence[Life], distractors: Sequence[str], cache: EmbeddingCache,
+                     config: LoraTrainConfig) -> dict:
+    """Trigger Recall@10 and MRR with distractors, direct-question Recall@1, plain and adapted."""
+    memories, queries = pooled_with_distractors(val_lives, distractors, config.distractors_per_person, config.seed)
+    result = evaluate(memories, queries, cache, probe, {UNTRAINED: 0.0, "lora": config.weight})
+    triggers, direct = result.subset("trigger"), result.subset("direct")
+    return {"trigger_r10": triggers.percent("lora", 10), "trigger_mrr": round(triggers.mrr("lora"), 4),
+            "direct_r1": direct.percent("lora", 1), "plain_trigger_r10": triggers.percent(UNTRAINED, 10),
+            "plain_direct_r1": direct.percent(UNTRAINED, 1)}
+
+
+@dataclass
+class LoraRun:
+    model: Any
+    weight: float
+    info: dict = field(default_factory=dict)
+
+
+def split_validation(train_lives: Sequence[Life], n_val: int, seed: int) -> tuple[list[Life], list[Life]]:
+    """(fitting lives, validation lives): validation persons are a seeded draw of the training persons."""
+    persons = sorted({life.person for life in train_lives})
+    random.Random(seed + 1).shuffle(persons)
+    val = set(persons[:n_val])
+    return [x for x in train_lives if x.person not in val], [x for x in train_lives if x.person in val]
+
+
+def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: EmbeddingCache, config: LoraTrainConfig,
+               model_path: str | Path, distractors: Sequence[str], evaluation_texts: Sequence[str] = (),
+               progress: Callable[[str], None] = lambda _: None) -> LoraRun:
+    """Fit a query-side LoRA on the training persons, keep the state that validates best, stop early."""
+    import torch
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+    started = time.perf_counter()
+    seed_everything(config.seed)
+    held = set(test_persons)
+    train_lives = [x for x in lives if x.person not in held]
+    fit_lives, val_lives = split_validation(train_lives, config.n_val_persons, config.seed)
+    if config.train_fraction < 1.0:
+        persons = sorted({x.person for x in fit_lives})
+        random.Random(config.seed + 2).shuffle(persons)
+        keep = set(persons[:max(1, round(config.train_fraction * len(persons)))])
+        fit_lives = [x for x in fit_lives if x.person in keep]
+    test_texts = [t for x in lives if x.person in held for t in (x.statement, x.direct_question, *x.triggers)]
+    val_texts = [t for x in val_lives for t in (x.statement, x.direct_question, *x.triggers)]
+    cleaned = decontaminate(pairs_of(fit_lives), [*test_texts, *val_texts, *evaluation_texts], cache,
+                            config.decontamination_threshold)
+    allowed = {(p.query, p.statement) for p in cleaned.kept}
+    cache.encode([t for x in [*fit_lives, *val_lives] for t in (x.statement, x.direct_question, *x.triggers)])
+    cache.encode(list(distractors))
+    encoded = time.perf_counter()
+
+    tokenizer, base, max_tokens = load_base_transformer(model_path)
+    model = build_lora_model(base, config)
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
+    if config.layers:
+        encode = SplitEncoder(model.base_model.model, tokenizer, max_tokens, min(config.layers))
+    else:
+        def encode(texts: Sequence[str]) -> Any:
+            return mean_pooled(model, tokenizer, texts, max_tokens)
+    probe = _Probe(model, encode, config.weight)
+    rng = random.Random(config.seed)
+    history: list[dict] = []
+    best = validation_score(probe, val_lives, distractors, cache, config) | {"step": 0}
+    history.append(best)
+    best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+    progress(f"step 0: {best}")
+    step, stale, losses = 0, 0, []
+    floor = best["plain_direct_r1"] - config.max_direct_drop
+    while step < config.max_steps and stale < config.patience:
+        for batch in person_batches(fit_lives, cache, config, rng, allowed):
+            adapted = encode(batch.texts)
+            loss = summed_info_nce(torch.from_numpy(batch.plain), adapted, torch.from_numpy(batch.candidates),
+                                   torch.from_numpy(batch.positives), config.weight, config.temperature)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+            step += 1
+            if step % config.eval_every == 0 or step == config.max_steps:
+                row = validation_score(probe, val_lives, distractors, cache, config) | {
+                    "step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
+                    "s": round(time.perf_counter() - encoded, 1)}
+                history.append(row)
+                progress(f"step {step}: {row}")
+                if row["direct_r1"] >= floor and (row["trigger_r10"], row["trigger_mrr"]) > (
+                        best["trigger_r10"], best["trigger_mrr"]):
+                    best, stale = row, 0
+                    best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+                else:
+                    stale += 1
+            if step >= config.max_steps or stale >= config.patience:
+                break
+    set_peft_model_state_dict(model, best_state)
+    model.eval()
+    done = time.perf_counter()
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    layers = list(config.layers) if config.layers else None
+    info = {"train": asdict(config) | {"targets": list(config.targets), "layers": layers}, "test_persons": sorted(held),
+            "val_persons": sorted({x.person for x in val_lives}), "n_fit_persons": len({x.person for x in fit_lives}),
+            "n_pairs": len(cleaned.kept), "n_dropped_by_decontamination": len(cleaned.dropped),
+            "best_step": best["step"], "validation": history, "n_parameters": int(n_trainable), "dimension": 384,
+            "encode_s": round(encoded - started, 1), "fit_s": round(done - encoded, 1)}
+    return LoraRun(model, config.weight, info)
+
+
+def save_run(run: LoraRun, path: str | Path, extra: dict | None = None) -> Path:
+    return save_lora(run.model, path, run.weight, run.info | (extra or {}))

@@ -1,0 +1,196 @@
+"""The query-side LoRA: zero deltas are the frozen encoder, saved deltas come back merged, the product applies them
+(and only when association is on), and the training loss is the summed score's InfoNCE."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from copilot.association import AssociativeScorer, load_adapter
+from copilot.association.adapter import (
+    DEFAULT_ADAPTER_PATH,
+    DEFAULT_LORA_PATH,
+    DEFAULT_MLP_PATH,
+    AdapterFileError,
+    QueryAdapter,
+    unit_rows,
+)
+from copilot.association.cli import cli
+from copilot.association.data import Life
+from copilot.association.embedcache import EmbeddingCache
+from copilot.association.heldout import pooled_with_distractors, relation_of_queries
+from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
+from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
+from copilot.association.report import both_sides
+from copilot.config import Settings
+from copilot.embeddings import Embedder, get_embedder
+from copilot.engine import Copilot
+from copilot.storage import Store
+from tests.scripted_llm import ScriptedLLM
+
+TEXTS = ["I've been coughing every night this week.", "Can you plan my week?", "Where is my sister moving?"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    torch.set_num_threads(2)
+    return get_embedder(Settings())
+
+
+@pytest.fixture(scope="module")
+def lora_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """A small LoRA (r 4 on query and value) with random, clearly non-zero deltas, saved as the product saves one."""
+    torch.manual_seed(0)
+    _, base, _ = load_base_transformer(embedder.model_path)
+    model = build_lora_model(base, LoraTrainConfig(r=4, alpha=8, targets=("query", "value")))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, 0, 0.2)
+    return save_lora(model, tmp_path_factory.mktemp("lora") / "adapter", 0.75,
+                     {"dimension": 384, "n_parameters": 1, "test_persons": ["p1"]})
+
+
+def test_zero_deltas_read_like_the_frozen_encoder(embedder: Embedder) -> None:
+    tokenizer, base, max_tokens = load_base_transformer(embedder.model_path)
+    model = build_lora_model(base, LoraTrainConfig(r=4))
+    model.eval()
+    with torch.no_grad():
+        ours = mean_pooled(model, tokenizer, TEXTS, max_tokens).numpy()
+    assert np.allclose(ours, embedder.encode_documents(TEXTS), atol=1e-5)
+
+
+def test_split_reading_of_the_top_layers_equals_the_whole_pass(embedder: Embedder) -> None:
+    """Training runs the frozen lower layers once per text and only the layers with deltas at each step."""
+    torch.manual_seed(1)
+    tokenizer, base, max_tokens = load_base_transformer(embedder.model_path)
+    model = build_lora_model(base, LoraTrainConfig(r=4, layers=(4, 5), targets=("query", "value", "dense")))
+    for name, p in model.named_parameters():
+        assert "lora" not in name or ".layer.4." in name or ".layer.5." in name
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, 0, 0.1)
+    model.eval()
+    split = SplitEncoder(model.base_model.model, tokenizer, max_tokens, 4)
+    with torch.no_grad():
+        assert np.allclose(split(TEXTS).numpy(), mean_pooled(model, tokenizer, TEXTS, max_tokens).numpy(), atol=1e-5)
+    assert len(split.states) == len(TEXTS)
+
+
+def test_saved_lora_loads_merged_and_changes_only_the_question(lora_dir: Path, embedder: Embedder) -> None:
+    assert sorted(p.name for p in lora_dir.iterdir()) == ["adapter_config.json", "adapter_model.safetensors",
+                                                           "association.json"]
+    adapter = load_adapter(lora_dir, embedder.model_path)
+    assert adapter.kind == LORA_KIND and adapter.weight == 0.75 and adapter.config["test_persons"] == ["p1"]
+    plain = embedder.encode_queries(TEXTS)
+    adapted = adapter.adapt(plain, TEXTS)
+    assert adapted.shape == plain.shape and np.allclose(np.linalg.norm(adapted, axis=1), 1.0, atol=1e-5)
+    assert np.all(np.sum(adapted * plain, axis=1) < 0.999), "the deltas must change the reading"
+    assert np.allclose(embedder.encode_queries(TEXTS), plain), "the frozen encoder is never patched"
+    with pytest.raises(ValueError, match="text"):
+        adapter.adapt(plain, None)
+    with pytest.raises(AdapterFileError, match="lacks"):
+        load_lora(lora_dir.parent)
+
+
+def test_scorer_sums_the_plain_and_the_adapted_reading(lora_dir: Path, embedder: Embedder) -> None:
+    adapter = load_adapter(lora_dir)
+    scorer = AssociativeScorer(embedder, adapter)
+    assert adapter.base_model == embedder.model_path
+    memories = embedder.encode_documents(["I have asthma and damp winters set it off.", "I like jazz."])
+    plain = embedder.encode_query(TEXTS[0])
+    adapted = adapter.encode([TEXTS[0]])[0]
+    expected = plain @ memories.T + 0.75 * (adapted @ memories.T)
+    assert np.allclose(scorer.score(TEXTS[0], memories), expected, atol=1e-5)
+    vector = scorer.query_vector(TEXTS[0], plain)
+    combined = (plain + 0.75 * adapted) / np.linalg.norm(plain + 0.75 * adapted)
+    assert np.allclose(vector, combined, atol=1e-5) and not np.allclose(vector, plain, atol=1e-3)
+    assert np.allclose(scorer.query_vectors(plain[None, :], [TEXTS[0]])[0], vector, atol=1e-5)
+
+
+@pytest.mark.parametrize("association", [True, False])
+def test_the_product_applies_the_lora_only_when_association_is_on(tmp_path: Path, lora_dir: Path,
+                                                                   embedder: Embedder, association: bool) -> None:
+    settings = Settings(association=association, association_adapter=str(lora_dir))
+    copilot = Copilot(settings, Store(tmp_path / "c.db", tmp_path / "i"), embedder, ScriptedLLM())
+    copilot.remember("I have asthma and damp winters set it off.", user_id="ada")
+    plain = embedder.encode_query(TEXTS[0])
+    hits = copilot.recall(TEXTS[0], user_id="ada", k=1)
+    memory = embedder.encode_documents(["I have asthma and damp winters set it off."])[0]
+    if association:
+        assert copilot.association.adapter.kind == LORA_KIND
+        combined = copilot.associative_vector(plain, TEXTS[0])
+        assert hits[0]["recalled_by"] == "association"
+        assert hits[0]["score"] == pytest.approx(float(combined @ memory), abs=1e-3)
+        assert abs(float(combined @ memory) - float(plain @ memory)) > 1e-3
+    else:
+        assert copilot.association is None and copilot.associative_vector(plain, TEXTS[0]) is None
+        assert hits[0]["recalled_by"] == "embedding"
+        assert hits[0]["score"] == pytest.approx(float(plain @ memory), abs=1e-3)
+
+
+def test_summed_info_nce_hand_example() -> None:
+    plain = torch.tensor([[1.0, 0.0]])
+    adapted = torch.tensor([[0.0, 1.0]])
+    candidates = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    # scores: plain 1 and 0, adapted 0 and 1; with w 0.5 the logits are [1, 0.5] / 0.05 = [20, 10]
+    loss = summed_info_nce(plain, adapted, candidates, torch.tensor([1]), 0.5, 0.05).item()
+    assert math.isclose(loss, math.log1p(math.exp(10)), rel_tol=1e-5)
+    right = summed_info_nce(plain, adapted, candidates, torch.tensor([1]), 2.0, 0.05).item()
+    assert right < loss, "a larger w lets the adapted reading win"
+
+
+def test_distractors_join_each_persons_search() -> None:
+    lives = [Life(p, f"{p} statement {i}", ("causal", "state")[i % 2], "later", ("t1", "t2"), "q?")
+             for p in ("x", "y") for i in range(2)]
+    memories, queries = pooled_with_distractors(lives, [f"line {j}" for j in range(10)], per_person=3, seed=1)
+    groups = {m.group for m in memories}
+    assert groups == {"x", "y"} and len(memories) == 2 * (4 + 3)
+    assert all(q.group == q.gold[0].split("/")[0] for q in queries) and len(queries) == 4 * 3
+    assert relation_of_queries(lives, queries)[:3] == ["causal"] * 3
+
+
+def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None:
+    assert DEFAULT_ADAPTER_PATH == DEFAULT_MLP_PATH and load_adapter().kind == "residual_mlp"
+    config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
+    size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
+    assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) == 94
+    lora = load_adapter(DEFAULT_LORA_PATH)
+    assert lora.kind == LORA_KIND and lora.weight == 0.5
+    assert sorted(lora.config["test_persons"]) == sorted(load_adapter().config["val_persons"]), "the same split"
+
+
+def test_eval_command_keeps_its_json_keys(tmp_path: Path, lora_dir: Path) -> None:
+    memories = [{"id": "a1", "text": "The cat sat on the mat.", "group": "a"},
+                {"id": "a2", "text": "I filed my taxes in April.", "group": "a"}]
+    queries = [{"id": "q1", "text": "Where did the cat sit?", "gold": ["a1"], "group": "a"}]
+    m_path, q_path = tmp_path / "m.jsonl", tmp_path / "q.jsonl"
+    m_path.write_text("".join(json.dumps(m) + "\n" for m in memories))
+    q_path.write_text("".join(json.dumps(q) + "\n" for q in queries))
+    result = CliRunner().invoke(cli, ["eval", "--memories", str(m_path), "--queries", str(q_path), "--k", "10",
+                                      "--json", "--adapter", str(lora_dir)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    keys = {"recall@1", "recall@5", "recall@10"}
+    assert set(report) == {"n_queries", "untrained", "association"} and report["n_queries"] == 1
+    assert set(report["untrained"]) == keys and set(report["association"]) == keys
+
+
+def test_both_sides_ablation_with_an_identity_adapter_changes_nothing() -> None:
+    """An identity adapter reads memories as the base model does, so all three rankings must agree."""
+    def encode(texts):  # noqa: ANN001, ANN202
+        return unit_rows(np.stack([np.random.default_rng(sum(map(ord, t))).normal(size=8) for t in texts]))
+
+    dim = 8
+    identity = QueryAdapter("residual_mlp", {"W1": np.zeros((4, dim)), "b1": np.zeros(4), "W2": np.zeros((dim, 4)),
+                                             "b2": np.zeros(dim)}, 0.5)
+    lives = [Life(p, f"{p} said thing {i}", "state", "later", (f"{p} trigger {i}",), "q?") for p in "xy"
+             for i in range(6)]
+    row = both_sides(lives, EmbeddingCache(encode, "fake"), identity)
+    assert row["n_queries"] == 12
+    assert row["plain_recall@10"] == row["query_side_recall@10"] == row["both_sides_recall@10"]
+    assert row["mcnemar_both_vs_query_side"]["p_value"] == 1.0

@@ -8,7 +8,9 @@ import json
 from click.testing import CliRunner
 
 from copilot.bench.cli import bench
-from copilot.bench.models import JSON_KEYS, best_relevance_weight, choose, json_row, markdown, spread
+from copilot.bench.models import (
+    JSON_KEYS, best_relevance_weight, choose, json_row, markdown, mcnemar_p, spread,
+)
 
 
 def row(model: str, lookup: float, rouge: float, ttft: float, default: bool = False) -> dict:
@@ -29,6 +31,19 @@ def test_better_answers_win_then_rouge_breaks_a_tie() -> None:
     assert choose([shipped, row("big", 0.5, 0.10, 1.8)])["model"] == "big"
     assert choose([shipped, row("big", 0.25, 0.20, 1.8)])["model"] == "big"
     assert choose([shipped, row("big", 0.25, 0.10, 1.8)])["model"] == "small"
+
+
+def test_a_new_default_needs_more_facts_right_beyond_chance() -> None:
+    # 8 questions, 4 right against 1 (the quick run's figures): McNemar p 0.25, so the shipped model stays.
+    shipped = row("small", 1 / 8, 0.17, 1.4, default=True) | {"lookup_hits": [True] + [False] * 7}
+    big = row("big", 4 / 8, 0.13, 1.3) | {"lookup_hits": [True] * 4 + [False] * 4}
+    assert mcnemar_p(shipped["lookup_hits"], big["lookup_hits"]) == 0.25
+    assert choose([shipped, big])["model"] == "small"
+    # 40 questions, 20 right against 5 with the 5 shared: p below 0.001, so the better model is chosen.
+    shipped = shipped | {"lookup_exact": 5 / 40, "lookup_hits": [True] * 5 + [False] * 35}
+    big = big | {"lookup_exact": 20 / 40, "lookup_hits": [True] * 20 + [False] * 20}
+    assert mcnemar_p(shipped["lookup_hits"], big["lookup_hits"]) < 0.001
+    assert choose([shipped, big])["model"] == "big"
 
 
 def test_a_model_past_the_first_word_target_is_not_chosen() -> None:

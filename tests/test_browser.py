@@ -100,7 +100,7 @@ def _thought_rows(page) -> list[list[str]]:  # noqa: ANN001
 def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) -> None:  # noqa: ANN001, PLR0915
     page = browser.new_page(viewport={"width": 1366, "height": 1000})
     page.goto(app_url, wait_until="domcontentloaded", timeout=120_000)
-    page.get_by_text("Gemma 3 270M").first.wait_for(timeout=120_000)
+    page.get_by_text("SmolLM2-135M-Instruct").first.wait_for(timeout=120_000)
     assert "Paper Copilot" in page.title()
 
     # A first visit: the empty library says what to do first and offers example papers (offline here, so it says
@@ -223,7 +223,7 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     _wait_text(page, "#chat-status", r"Thought: (\*\*)?(added|merged)|Thought: dropped")
 
     # A cited passage on its page: a retrieved chunk's row shows the PDF page with the passage highlighted.
-    page.locator("#retrieved").get_by_text("chunk", exact=True).first.click()
+    page.locator("#retrieved").get_by_text("chunk", exact=True).filter(visible=True).first.click()
     passage = _wait_text(page, "#passage-text", r"highlighted", timeout=60_000)
     assert re.search(r"p(age|\.) ?\d", passage), passage
     page.locator("#passage-image img").first.wait_for(timeout=30_000)
@@ -291,15 +291,20 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     assert page.locator("#persona textarea").input_value().strip()
     _shot(page, tmp_path, "profile")
 
-    # Housekeeping: two papers chosen and removed at once; the others stay.
+    # Housekeeping: the two papers the filter shows, selected together and removed at once; the others stay.
     _tab(page, "Library")
-    for title in ("LongEval", "S2ORC"):
-        _pick(page, "#remove-choices", title)
-    page.locator("#remove-papers").click()
-    _wait_text(page, "#library-notice", r"Removed", timeout=60_000)
-    page.wait_for_function("() => !/LongEval/i.test(document.querySelector('#papers-table').innerText)",
+    page.locator("#papers-filter textarea, #papers-filter input").first.fill("Semantic Scholar")
+    page.wait_for_function("() => !/SPECTER/.test(document.querySelector('#papers-table').innerText)",
                            timeout=30_000)
-    assert "SPECTER" in page.locator("#papers-table").inner_text()
+    page.wait_for_timeout(1000)
+    page.locator("#remove-select-all").click()
+    page.wait_for_function("() => document.querySelectorAll('#remove-choices .token').length === 2",
+                           timeout=30_000)
+    page.locator("#remove-papers").click()
+    _wait_text(page, "#library-notice", r"Removed 2 papers", timeout=60_000)
+    page.locator("#papers-filter textarea, #papers-filter input").first.fill("")
+    table = _wait_text(page, "#papers-table", "SPECTER", timeout=30_000)
+    assert "longeval" in table.lower() and "S2ORC" not in table and "Literature Graph" not in table, table
     page.close()
 
 

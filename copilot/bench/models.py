@@ -16,7 +16,9 @@ resident memory is its own, on a copy of one library of the four shared papers:
 
 The default is the model with the best answers (``lookup_exact``, then ``abstract_rouge_l``) among those whose first
 word does not come later than :data:`FIRST_WORD_TARGET_S`, or than the shipped default's own where the machine is
-slower than that. The chosen model's verdict scores also refit ``COPILOT_RELEVANCE_WEIGHT``: the share of the
+slower than that. Another model replaces the shipped default only when its answers are better beyond chance: more
+lookup facts right on the same questions with an exact McNemar p below :data:`SIGNIFICANCE` (8 questions of
+``--quick`` cannot show that: 4 right against 1 is p 0.25). The chosen model's verdict scores also refit ``COPILOT_RELEVANCE_WEIGHT``: the share of the
 answer's measured relevance in a thought's confidence that best separates real answers from mismatched ones.
 """
 
@@ -46,6 +48,7 @@ JSON_KEYS = ("model", "default", "abstract_rouge_l", "lookup_exact", "verdict_au
 # The many-users target for one user's first answer word on 2 idle cores: p50 at most 4 s (README, "Many users on
 # one machine", where SmolLM2 measured 1.46 s); a new default may not make a visitor wait longer than this.
 FIRST_WORD_TARGET_S = 4.0
+SIGNIFICANCE = 0.05  # a new default must get more lookup facts right than the shipped one beyond this chance
 USER = "models"
 PAPERS_DIR = SHARED_DATA_DIR / "papers"
 WEIGHTS = [round(0.05 * i, 2) for i in range(21)]
@@ -93,11 +96,12 @@ def lookup_answers(copilot: Any, size: Size, log: Log) -> dict[str, Any]:
     from copilot.bench.lookup import load_questions, normalise
 
     questions = spread(load_questions(), size.lookup)
-    exact, first_words, tokens, seconds = 0, [], 0, 0.0
+    hits: list[bool] = []
+    first_words, tokens, seconds = [], 0, 0.0
     for question in questions:
         result = copilot.ask(question.question, user_id=USER, write_thought=False)
         hit = normalise(question.gold) in normalise(result.answer)
-        exact += hit
+        hits.append(hit)
         t = result.timings
         first_words.append(t["first_word_ms"] / 1000)
         generated = copilot.llm.count_tokens(result.answer)
@@ -106,7 +110,7 @@ def lookup_answers(copilot: Any, size: Size, log: Log) -> dict[str, Any]:
             seconds += max((t["retrieve_ms"] + t["answer_ms"] - t["first_word_ms"]) / 1000, 1e-3)
         log(f"  {copilot.settings.llm_model} {question.id}: {'hit' if hit else 'miss'} "
             f"({t['first_word_ms'] / 1000:.2f} s to the first word)")
-    return {"lookup_exact": round(exact / len(questions), 4),
+    return {"lookup_exact": round(sum(hits) / len(questions), 4), "lookup_hits": hits,
             "ttft_p50_s": round(statistics.median(first_words), 2),
             "tokens_per_s": round(tokens / seconds, 1) if seconds else None, "lookup_questions": len(questions)}
 
@@ -208,13 +212,30 @@ def child_row(name: str, child: subprocess.Popen) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def choose(rows: Sequence[dict[str, Any]], target_s: float = FIRST_WORD_TARGET_S) -> dict[str, Any]:
+def mcnemar_p(first: Sequence[bool], second: Sequence[bool]) -> float:
+    """The exact two-sided McNemar p of two models' hits on the same questions (a binomial test of the questions
+    only one of them got right)."""
+    from scipy.stats import binomtest
+
+    only_first = sum(a and not b for a, b in zip(first, second, strict=True))
+    only_second = sum(b and not a for a, b in zip(first, second, strict=True))
+    n = only_first + only_second
+    return 1.0 if n == 0 else float(binomtest(only_second, n, 0.5).pvalue)
+
+
+def choose(rows: Sequence[dict[str, Any]], target_s: float = FIRST_WORD_TARGET_S,
+           significance: float = SIGNIFICANCE) -> dict[str, Any]:
     """The model with the best answers (lookup exact-match, then ROUGE-L) whose first word comes within
-    ``target_s``, or within the shipped default's own time where even that misses the target."""
+    ``target_s``, or within the shipped default's own time where even that misses the target; another model than
+    the shipped default only where it gets more lookup facts right beyond chance (:func:`mcnemar_p`)."""
     shipped = next((r for r in rows if r["default"]), None)
     limit = max(target_s, shipped["ttft_p50_s"]) if shipped else target_s
     eligible = [r for r in rows if r["ttft_p50_s"] is not None and r["ttft_p50_s"] <= limit] or list(rows)
-    return max(eligible, key=lambda r: (r["lookup_exact"], r["abstract_rouge_l"]))
+    best = max(eligible, key=lambda r: (r["lookup_exact"], r["abstract_rouge_l"]))
+    if shipped is None or best is shipped or "lookup_hits" not in best or "lookup_hits" not in shipped:
+        return best
+    better = best["lookup_exact"] > shipped["lookup_exact"]
+    return best if better and mcnemar_p(shipped["lookup_hits"], best["lookup_hits"]) < significance else shipped
 
 
 def json_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +250,8 @@ def markdown(rows: Sequence[dict[str, Any]], chosen: dict[str, Any], target_s: f
               f"({r['lookup_questions']} questions) | {r['abstract_rouge_l']:.3f} | {r['verdict_auc']:.3f} | "
               f"{r['ttft_p50_s']:.2f} | {r['tokens_per_s']} | {r['rss_mb']:.0f} |" for r in rows]
     lines += ["", f"Chosen: **{chosen['model']}** (best answers with the first word within {target_s:.1f} s or the "
-              f"shipped default's own); its verdicts call for a relevance weight of {chosen['relevance_weight']} "
+              f"shipped default's own; a new default only with more lookup facts right at McNemar p < "
+              f"{SIGNIFICANCE}); its verdicts call for a relevance weight of {chosen['relevance_weight']} "
               f"(thought confidence ROC AUC {chosen['combined_auc']})."]
     return "\n".join(lines)
 

@@ -118,7 +118,7 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 }
 # Chosen by `python -m copilot.bench models` (README, "Embedded models"): Gemma found the asked fact in 4 of 8
 # lookup answers against SmolLM2's 1, with its first word sooner under the same load (28 s against 53 s p50).
-DEFAULT_EMBEDDED_MODEL = "gemma3-270m"
+DEFAULT_EMBEDDED_MODEL = "smollm2-135m"
 
 
 @dataclass(frozen=True)

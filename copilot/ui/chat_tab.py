@@ -8,7 +8,8 @@ from typing import Any
 import gradio as gr
 
 from copilot import grounding
-from copilot.engine import AskResult, arxiv_url
+from copilot.conversations import reference_line
+from copilot.engine import AskResult
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui import conversations_panel, passage_view
@@ -25,18 +26,6 @@ THOUGHT_WAIT_S = 90.0
 CHAT_CONCURRENCY = 32
 
 
-def source_line(n: int, item: RetrievedItem) -> str:
-    """One line of an answer's source list, in Markdown, with a link where the paper has a public page."""
-    if item.kind == "thought":
-        conf = f", confidence {item.confidence:.2f}" if item.confidence is not None else ""
-        return f"[{n}] Thought #{item.id} (depth {item.depth}{conf})"
-    pages = f"p. {item.page_start}" if item.page_start == item.page_end else f"pp. {item.page_start}-{item.page_end}"
-    title = item.paper_title or item.paper_id
-    url = arxiv_url(item.paper_id)
-    link = f" [arXiv:{item.paper_id}]({url})" if url else ""
-    return f"[{n}] *{title}*, {item.section or 'body'}, {pages}{link}"
-
-
 def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:
     """The table of retrieved items beside an answer: what it is, how deep, how sure, how similar."""
     rows = []
@@ -48,7 +37,7 @@ def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> li
 
 
 def _sources_markdown(items: list[RetrievedItem]) -> str:
-    lines = [source_line(n, item) for n, item in enumerate(items, start=1)]
+    lines = [reference_line(n, item) for n, item in enumerate(items, start=1)]
     sources = "\n".join(f"- {line}" for line in lines) if lines else "- (no sources: the library is empty)"
     return f"**Sources**\n{sources}"
 

@@ -9,6 +9,7 @@ message is the one line the user reads.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import unicodedata
@@ -68,6 +69,10 @@ DRAFTS = {"abstract": "draft_abstract", "synthesis": "draft_synthesis", "related
 def arxiv_url(paper_id: str | None) -> str | None:
     """arXiv papers are stored under their bare id; uploads under ``pdf-<hash>`` have no public page."""
     return None if not paper_id or paper_id.startswith("pdf-") else abs_url(paper_id)
+
+
+logger = logging.getLogger(__name__)
+MAX_FILTER_CHARS = 200  # a library filter is a few words of a title, an author or an id
 
 
 def _folded(text: str) -> str:
@@ -130,12 +135,15 @@ class Copilot(Answerer):
     def papers(self, user_id: str, matching: str = "") -> list[PaperSummary]:
         """The papers this user may see: public arXiv papers and their own uploads; ``matching``: only those whose
         id, title or authors hold every word of it (case and accents aside)."""
+        if len(matching or "") > MAX_FILTER_CHARS:
+            raise UserError(f"A library filter is at most {MAX_FILTER_CHARS} characters: type a few words of a title, "
+                            "an author or an id.")
         papers = self.library.list(user_id)
-        words = _folded(matching).split()
+        words = set(_folded(matching).split())
         if not words:
             return papers
-        return [p for p in papers
-                if all(w in _folded(" ".join([p.id, p.arxiv_id or "", p.title or "", *p.authors])) for w in words)]
+        folded = {p.id: _folded(" ".join([p.id, p.arxiv_id or "", p.title or "", *p.authors])) for p in papers}
+        return [p for p in papers if all(w in folded[p.id] for w in words)]
 
     def visible_paper_ids(self, user_id: str, wanted: list[str] | None) -> list[str]:
         """``wanted`` restricted to what the user may see; none wanted means the whole visible library."""
@@ -323,7 +331,10 @@ class Copilot(Answerer):
         try:
             shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi)
         except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
-            raise UserError(f"The PDF of \"{paper.title or paper.id}\" could not be read ({exc}).") from exc
+            # The detail (which may name the server's file) goes to the log, not to the visitor.
+            logger.warning("rendering chunk %s of %s failed: %s", chunk.id, paper.id, exc)
+            raise UserError(f"The PDF of \"{paper.title or paper.id}\" could not be read: it may be damaged; add "
+                            "the paper again to see its pages.") from exc
         return Passage(chunk.id, paper.id, paper.title, chunk.section, chunk.text, chunk.page_start, chunk.page_end,
                        shown.pages, shown.png, shown.width, shown.height, highlights=shown.located.rects,
                        coverage=round(shown.located.coverage, 3))

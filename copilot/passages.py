@@ -31,6 +31,9 @@ PASSES = 2  # alignments after the first, over what is left (see locate)
 MAX_PAGES = 2  # pages shown at most: a chunk (at most 256 tokens) spans two pages at most
 HIGHLIGHT = (1.0, 0.85, 0.0)  # the highlight's colour (RGB, 0-1): a marker yellow
 PAGE_GAP_PX = 12  # grey band between two rendered pages
+# The longest side of a rendered page, whatever its size: a US-letter page at 110 DPI is 935 x 1210 px, while an
+# uploaded PDF may declare a page of 200 x 200 inches (22,000 px square at 110 DPI, 1.4 GB as a pixmap).
+MAX_SIDE_PX = 2000
 
 _NOT_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
@@ -182,7 +185,8 @@ def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi:
                     annot = page.add_highlight_annot([pymupdf.Rect(r) for r in located.rects[number]])
                     annot.set_colors(stroke=HIGHLIGHT)
                     annot.update()
-                pixmaps.append(page.get_pixmap(dpi=dpi, annots=True, alpha=False))
+                zoom = min(dpi / 72, MAX_SIDE_PX / max(page.rect.width, page.rect.height, 1.0))
+                pixmaps.append(page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, alpha=False))
             png, width, height = _stack(pymupdf, pixmaps)
         finally:
             doc.close()

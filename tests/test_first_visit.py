@@ -90,6 +90,14 @@ def test_filtering_matches_id_title_and_authors(copilot) -> None:  # noqa: ANN00
     assert ids("someone") == [], "another user's upload is never matched"
 
 
+def test_an_overlong_filter_is_refused_in_one_line(copilot) -> None:  # noqa: ANN001
+    from copilot.engine import MAX_FILTER_CHARS
+
+    with pytest.raises(UserError, match=f"at most {MAX_FILTER_CHARS} characters"):
+        copilot.papers("ada", "a " * MAX_FILTER_CHARS)
+    assert copilot.papers("ada", "a " * 20) == copilot.papers("ada", "a"), "a repeated word filters as one"
+
+
 def test_removing_several_checks_every_id_first(copilot) -> None:  # noqa: ANN001
     with pytest.raises(NotFound, match="pdf-ccc.*nothing was removed"):
         copilot.remove_many(["pdf-aaa", "pdf-ccc"], "ada", may_remove_public=False)

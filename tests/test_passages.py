@@ -141,3 +141,20 @@ def test_the_engine_shows_only_what_the_user_may_see(tmp_path: Path) -> None:
     Path(paper.pdf_path).unlink()
     with pytest.raises(UserError, match="no longer stored"):
         copilot.source_page("ada", chunk.id)
+
+
+def test_a_huge_page_renders_no_larger_than_the_cap(tmp_path: Path) -> None:
+    """An uploaded PDF may declare a page of 200 x 200 inches: rendered at the setting's DPI it would be a 1.4 GB
+    pixmap, so its longest side is capped."""
+    from copilot.passages import MAX_SIDE_PX
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=14_400, height=14_400)
+    text = "Dense retrieval finds passages with learned embeddings of questions and passages."
+    page.insert_text((72, 200), text, fontsize=60)
+    pdf = tmp_path / "huge.pdf"
+    doc.save(pdf)
+    doc.close()
+    shown = render_passage(pdf, text, 1, 1, dpi=110)
+    assert max(shown.width, shown.height) <= MAX_SIDE_PX and shown.pages == [1]
+    assert shown.located.coverage > 0.8, "the passage is still found and highlighted"

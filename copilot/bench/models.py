@@ -229,7 +229,7 @@ def choose(rows: Sequence[dict[str, Any]], target_s: float = FIRST_WORD_TARGET_S
     ``target_s``, or within the shipped default's own time where even that misses the target; another model than
     the shipped default only where it gets more lookup facts right beyond chance (:func:`mcnemar_p`)."""
     shipped = next((r for r in rows if r["default"]), None)
-    limit = max(target_s, shipped["ttft_p50_s"]) if shipped else target_s
+    limit = max(target_s, shipped["ttft_p50_s"] or target_s) if shipped else target_s
     eligible = [r for r in rows if r["ttft_p50_s"] is not None and r["ttft_p50_s"] <= limit] or list(rows)
     best = max(eligible, key=lambda r: (r["lookup_exact"], r["abstract_rouge_l"]))
     if shipped is None or best is shipped or "lookup_hits" not in best or "lookup_hits" not in shipped:

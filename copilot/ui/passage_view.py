@@ -76,10 +76,13 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
     @act
     def source_page(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
         """Source ``n`` of the last answer on its PDF page, highlighted, with its section and page."""
-        row = _row(table, int(n)) if n is not None else None
+        try:
+            row = _row(table, int(n)) if n is not None else None
+        except (ValueError, OverflowError):  # NaN or infinity
+            row = None
         if row is None:
             raise gr.Error(PICK_FIRST)
-        kind, item_id = row[1], int(row[2]) if str(row[2]).isdigit() else None
+        kind, item_id = row[1], int(row[2]) if str(row[2]).isascii() and str(row[2]).isdigit() else None
         if item_id is None:
             raise gr.Error(PICK_FIRST)
         if kind == "thought":

@@ -140,6 +140,11 @@ class Settings(BaseSettings):
                                       "text; a PDF with fewer (mostly scanned, or damaged) is refused.")
     passage_dpi: int = Field(110, ge=36, le=300, description="Resolution a cited passage's PDF page is shown at "
                              "(110: a US Letter page is 935 x 1210 pixels, a PNG of about 320 kB).")
+    passage_max_side_px: int = Field(2000, ge=200, le=10000, description="Longest side of a shown PDF page in "
+                                     "pixels, whatever page size the PDF declares (a 200-inch page at 110 DPI would "
+                                     "be a 1.4 GB image).")
+    max_filter_chars: int = Field(200, ge=10, description="Longest library filter (words of a title, an author or "
+                                  "an id).")
 
     association: bool = Field(
         True,

@@ -72,7 +72,6 @@ def arxiv_url(paper_id: str | None) -> str | None:
 
 
 logger = logging.getLogger(__name__)
-MAX_FILTER_CHARS = 200  # a library filter is a few words of a title, an author or an id
 
 
 def _folded(text: str) -> str:
@@ -135,9 +134,9 @@ class Copilot(Answerer):
     def papers(self, user_id: str, matching: str = "") -> list[PaperSummary]:
         """The papers this user may see: public arXiv papers and their own uploads; ``matching``: only those whose
         id, title or authors hold every word of it (case and accents aside)."""
-        if len(matching or "") > MAX_FILTER_CHARS:
-            raise UserError(f"A library filter is at most {MAX_FILTER_CHARS} characters: type a few words of a title, "
-                            "an author or an id.")
+        if len(matching or "") > self.settings.max_filter_chars:
+            raise UserError(f"A library filter is at most {self.settings.max_filter_chars} characters: type a few "
+                            "words of a title, an author or an id.")
         papers = self.library.list(user_id)
         words = set(_folded(matching).split())
         if not words:
@@ -329,7 +328,8 @@ class Copilot(Answerer):
             raise UserError(f"The PDF of \"{paper.title or paper.id}\" is no longer stored, so its pages cannot be "
                             "shown; add the paper again to see them.")
         try:
-            shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi)
+            shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi,
+                                   max_side_px=self.settings.passage_max_side_px)
         except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
             # The detail (which may name the server's file) goes to the log, not to the visitor.
             logger.warning("rendering chunk %s of %s failed: %s", chunk.id, paper.id, exc)

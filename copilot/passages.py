@@ -31,8 +31,9 @@ PASSES = 2  # alignments after the first, over what is left (see locate)
 MAX_PAGES = 2  # pages shown at most: a chunk (at most 256 tokens) spans two pages at most
 HIGHLIGHT = (1.0, 0.85, 0.0)  # the highlight's colour (RGB, 0-1): a marker yellow
 PAGE_GAP_PX = 12  # grey band between two rendered pages
-# The longest side of a rendered page, whatever its size: a US-letter page at 110 DPI is 935 x 1210 px, while an
-# uploaded PDF may declare a page of 200 x 200 inches (22,000 px square at 110 DPI, 1.4 GB as a pixmap).
+# The longest side of a rendered page by default (COPILOT_PASSAGE_MAX_SIDE_PX), whatever its size: a US-letter page
+# at 110 DPI is 935 x 1210 px, while an uploaded PDF may declare a page of 200 x 200 inches (22,000 px square at
+# 110 DPI, 1.4 GB as a pixmap).
 MAX_SIDE_PX = 2000
 
 _NOT_WORD = re.compile(r"[^\w]+", re.UNICODE)
@@ -162,7 +163,8 @@ class Rendered:
     height: int
 
 
-def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi: int) -> Rendered:
+def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi: int,
+                   max_side_px: int = MAX_SIDE_PX) -> Rendered:
     """Render the pages of ``pdf`` that hold ``text`` (searched on ``page_start``..``page_end`` and one page
     either side) with it highlighted; when it cannot be found, ``page_start`` is shown as it is."""
     import pymupdf
@@ -185,7 +187,7 @@ def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi:
                     annot = page.add_highlight_annot([pymupdf.Rect(r) for r in located.rects[number]])
                     annot.set_colors(stroke=HIGHLIGHT)
                     annot.update()
-                zoom = min(dpi / 72, MAX_SIDE_PX / max(page.rect.width, page.rect.height, 1.0))
+                zoom = min(dpi / 72, max_side_px / max(page.rect.width, page.rect.height, 1.0))
                 pixmaps.append(page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, alpha=False))
             png, width, height = _stack(pymupdf, pixmaps)
         finally:

@@ -91,10 +91,9 @@ def test_filtering_matches_id_title_and_authors(copilot) -> None:  # noqa: ANN00
 
 
 def test_an_overlong_filter_is_refused_in_one_line(copilot) -> None:  # noqa: ANN001
-    from copilot.engine import MAX_FILTER_CHARS
-
-    with pytest.raises(UserError, match=f"at most {MAX_FILTER_CHARS} characters"):
-        copilot.papers("ada", "a " * MAX_FILTER_CHARS)
+    limit = copilot.settings.max_filter_chars
+    with pytest.raises(UserError, match=f"at most {limit} characters"):
+        copilot.papers("ada", "a " * limit)
     assert copilot.papers("ada", "a " * 20) == copilot.papers("ada", "a"), "a repeated word filters as one"
 
 

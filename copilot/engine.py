@@ -288,8 +288,13 @@ class Copilot(Answerer):
         if shared and not may_remove_public:
             raise UserError(f"{len(shared)} of these are arXiv papers, shared by everyone on this instance; only your "
                             "uploads can be removed. Nothing was removed.")
-        results = [self.remove(p, user_id, may_remove_public=may_remove_public) for p in wanted]
-        return {"removed": [r["paper_id"] for r in results],
+        results, failed = [], []
+        for paper_id in wanted:
+            try:
+                results.append(self._remove(paper_id, user_id))
+            except UserError as exc:  # gone meanwhile (another tab removed it): the rest still go
+                failed.append(f"{paper_id}: {exc}")
+        return {"removed": [r["paper_id"] for r in results], "failed": failed,
                 "chunks_removed": sum(r["chunks_removed"] for r in results),
                 "thoughts_flagged": sum(r["thoughts_flagged"] for r in results)}
 
@@ -303,6 +308,10 @@ class Copilot(Answerer):
             raise NotFound(f"No paper '{paper_id}' in your library.")
         if paper.shared and not may_remove_public:
             raise UserError("arXiv papers are shared by everyone on this instance; only your uploads can be removed.")
+        return self._remove(paper_id, user_id)
+
+    def _remove(self, paper_id: str, user_id: str) -> dict[str, Any]:
+        """Remove a paper already checked by :meth:`remove` or :meth:`remove_many`."""
         try:
             result = self.library.remove(paper_id, user_id=user_id)
         except IngestError as exc:

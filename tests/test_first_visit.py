@@ -109,6 +109,20 @@ def test_removing_several_checks_every_id_first(copilot) -> None:  # noqa: ANN00
     assert [p.id for p in copilot.papers("bob", "someone")] == ["pdf-ccc"]
 
 
+def test_a_paper_gone_meanwhile_is_reported_and_the_rest_still_go(copilot, monkeypatch) -> None:  # noqa: ANN001
+    remove = copilot.library.remove
+
+    def gone_first(paper_id: str, **kwargs) -> object:  # another tab removed pdf-aaa after the check
+        if paper_id == "pdf-aaa":
+            remove(paper_id, **kwargs)
+        return remove(paper_id, **kwargs)
+
+    monkeypatch.setattr(copilot.library, "remove", gone_first)
+    result = copilot.remove_many(["pdf-aaa", "pdf-bbb"], "ada", may_remove_public=False)
+    assert result["removed"] == ["pdf-bbb"] and len(result["failed"]) == 1 and "pdf-aaa" in result["failed"][0]
+    assert [p.id for p in copilot.papers("ada")] == ["2301.00001"]
+
+
 BIB = """@article{stored, title = {Graph}, eprint = {2301.00001}, archivePrefix = {arXiv}}
 @misc{missing, title = {Nowhere}, url = {https://arxiv.org/abs/2301.09999}}
 @article{doi, title = {With a DOI}, doi = {10.18653/v1/2020.acl-main.207}}

@@ -138,6 +138,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         text = f"Removed {len(result['removed'])} papers ({result['chunks_removed']} chunks)."
         if result["thoughts_flagged"]:
             text += f" {result['thoughts_flagged']} thoughts built on them are flagged."
+        if result["failed"]:
+            text += " Not removed: " + "; ".join(result["failed"])
         return text, paper_rows(ctx.copilot.papers(user_id))
 
     @act

@@ -74,6 +74,10 @@ def test_the_table_names_the_choice() -> None:
     rows = [row("small", 0.25, 0.16, 1.4, default=True), row("big", 0.5, 0.2, 1.8)]
     table = markdown(rows, choose(rows), 2.0)
     assert table.count("\n| ") == 2 and "Chosen: **big**" in table and "relevance weight of 0.5" in table
+    assert "Lookup facts right" not in table  # without per-question hits there is no test to report
+    rows[0]["lookup_hits"], rows[1]["lookup_hits"] = [True] + [False] * 7, [True] * 5 + [False] * 3
+    table = markdown(rows, rows[0], 2.0)
+    assert "Lookup facts right: big 5, small 1 of 8; exact McNemar p 0.125." in table
 
 
 def test_measuring_one_model_needs_its_library() -> None:

@@ -181,6 +181,8 @@ def models(quick: bool, as_json: bool, target_s: float | None, together: bool, o
     target = bench_models.FIRST_WORD_TARGET_S if target_s is None else target_s
     rows = bench_models.run(quick, log, together=together)
     chosen = bench_models.choose(rows, target)
+    for row in rows:
+        log(f"measured: {json.dumps(row)}")
     if as_json:
         for row in rows:
             print(json.dumps(bench_models.json_row(row)), flush=True)

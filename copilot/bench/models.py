@@ -249,6 +249,12 @@ def markdown(rows: Sequence[dict[str, Any]], chosen: dict[str, Any], target_s: f
     lines += [f"| {r['model']} | {'yes' if r['default'] else 'no'} | {r['lookup_exact']:.3f} "
               f"({r['lookup_questions']} questions) | {r['abstract_rouge_l']:.3f} | {r['verdict_auc']:.3f} | "
               f"{r['ttft_p50_s']:.2f} | {r['tokens_per_s']} | {r['rss_mb']:.0f} |" for r in rows]
+    shipped = next((r for r in rows if r["default"]), None)
+    for row in rows:
+        if shipped is not None and row is not shipped and "lookup_hits" in row and "lookup_hits" in shipped:
+            lines += ["", f"Lookup facts right: {row['model']} {sum(row['lookup_hits'])}, {shipped['model']} "
+                      f"{sum(shipped['lookup_hits'])} of {len(row['lookup_hits'])}; exact McNemar p "
+                      f"{mcnemar_p(shipped['lookup_hits'], row['lookup_hits']):.3g}."]
     lines += ["", f"Chosen: **{chosen['model']}** (best answers with the first word within {target_s:.1f} s or the "
               f"shipped default's own; a new default only with more lookup facts right at McNemar p < "
               f"{SIGNIFICANCE}); its verdicts call for a relevance weight of {chosen['relevance_weight']} "

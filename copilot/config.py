@@ -102,7 +102,7 @@ class Settings(BaseSettings):
                                          "merely restates one source chunk and is dropped.")
     min_confidence: float = Field(0.5, ge=0.0, le=1.0, description="Thoughts below this confidence are "
                                   "dropped and no longer retrieved.")
-    relevance_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
+    relevance_weight: float = Field(0.55, ge=0.0, le=1.0, description="Share of a thought's confidence taken from "
                                     "the answer's measured relevance to its question (the rest is the LLM's own "
                                     "verdict probability); 0 = the LLM alone.")
     thought_lease_s: float = Field(60.0, gt=0.0, description="A background thought job whose worker has not renewed "

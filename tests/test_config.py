@@ -84,3 +84,23 @@ def test_every_setting_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [f"COPILOT_{name.upper()}" for name in Settings.model_fields if f"`COPILOT_{name.upper()}`" not in readme]
     assert missing == []
+
+
+def test_the_readme_states_each_default_the_settings_have() -> None:
+    import re
+
+    from tests.conftest import ROOT
+
+    def shown(value: object) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `COPILOT_([A-Z0-9_]+)` \| `([^`]*)` \|", readme, re.M)
+    assert len(rows) > 40  # the configuration table, each default in backticks
+    wrong = [(name, default, shown(Settings.model_fields[name.lower()].default)) for name, default in rows
+             if shown(Settings.model_fields[name.lower()].default) != default]
+    assert wrong == []

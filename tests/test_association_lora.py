@@ -142,6 +142,9 @@ def test_summed_info_nce_hand_example() -> None:
     assert math.isclose(loss, math.log1p(math.exp(10)), rel_tol=1e-5)
     right = summed_info_nce(plain, adapted, candidates, torch.tensor([1]), 2.0, 0.05).item()
     assert right < loss, "a larger w lets the adapted reading win"
+    # The association term alone (τ 1): logits [0, 1], whatever the plain reading and w say.
+    alone = summed_info_nce(plain, adapted, candidates, torch.tensor([1]), 0.5, 1.0, plain_term=False).item()
+    assert math.isclose(alone, math.log1p(math.exp(-1)), rel_tol=1e-5)
 
 
 def test_distractors_join_each_persons_search() -> None:
@@ -194,3 +197,78 @@ def test_both_sides_ablation_with_an_identity_adapter_changes_nothing() -> None:
     assert row["n_queries"] == 12
     assert row["plain_recall@10"] == row["query_side_recall@10"] == row["both_sides_recall@10"]
     assert row["mcnemar_both_vs_query_side"]["p_value"] == 1.0
+
+
+def test_cross_validation_holds_every_person_out_once_and_pools_their_hits(embedder: Embedder) -> None:
+    from copilot.association.crossval import LORA, MLP, UNTRAINED, cross_validate, markdown
+    from copilot.association.data import DEFAULT_LIVES_DIR, load_lives
+    from copilot.association.training import TrainConfig
+
+    lives = load_lives(DEFAULT_LIVES_DIR)
+    persons = sorted({life.person for life in lives})[:8]
+    lives = [life for life in lives if life.person in set(persons)]
+    distractors = ["Did you watch the game last night?", "Pass me the salt, please.", "It rained all day here."]
+    cache = EmbeddingCache.for_embedder(embedder)
+    result = cross_validate(lives, cache, embedder.model_path, distractors, folds=2, per_person=2,
+                            mlp_config=TrainConfig(kind="residual_mlp", fixed_weight=1.0, epochs=1),
+                            lora_config=LoraTrainConfig(r=4, max_steps=1, eval_every=1, n_val_persons=2,
+                                                        persons_per_batch=2))
+    assert [row["persons"] for row in result["per_fold"]] == [4, 4]
+    assert sum(row["statements"] for row in result["per_fold"]) == len(lives)
+    triggers = sum(len(life.triggers) for life in lives)
+    for pool in ("alone", "distractors"):
+        row = result["pooled"][pool]["trigger_recall@10"]
+        assert row["n_queries"] == triggers and all(0 <= row[k] <= 100 for k in (UNTRAINED, MLP, LORA))
+        assert result["pooled"][pool]["direct_recall@1"]["n_queries"] == len(lives)
+        test = row[f"{LORA} vs {MLP}"]
+        assert 0 < test["p_value"] <= 1 and test["gain"] == round(row[LORA] - row[MLP], 2)
+    assert "| alone | trigger_recall@10 |" in markdown(result) and "2 distractors / person" in markdown(result)
+    with pytest.raises(ValueError, match="Cannot make 10 folds of 8 persons"):
+        cross_validate(lives, cache, embedder.model_path, distractors, folds=10)
+
+
+def test_the_read_weight_is_chosen_on_validation_within_the_direct_question_floor() -> None:
+    """A probe that points each trigger near its statement gains with every larger w, until it also moves
+    direct questions away from theirs: then the floor on direct Recall@1 caps w."""
+    import hashlib
+
+    from copilot.association.lora_training import READ_WEIGHTS, choose_read_weight
+
+    dim = 64
+
+    def vector(text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        return unit_rows(np.random.default_rng(seed).normal(size=(1, dim)))[0]
+
+    lives = [Life(p, f"{p} said thing {i}", "state", "later", (f"{p} trigger {i}",), f"{p} question {i}?")
+             for p in "xy" for i in range(25)]
+    statement = {t: life.statement for life in lives for t in (life.triggers[0], life.direct_question)}
+
+    def encode(texts):  # noqa: ANN001, ANN202 - a direct question reads like its statement, a trigger does not
+        return np.stack([vector(statement[t]) if t.endswith("?") else vector(t) for t in texts])
+
+    class Probe:
+        def __init__(self, mislead_direct: bool) -> None:
+            self.mislead = mislead_direct
+
+        def adapt(self, plain, texts):  # noqa: ANN001, ANN202
+            rows = []
+            for text in texts:
+                if text.endswith("?"):
+                    rows.append(vector("elsewhere " + text) if self.mislead else vector(statement[text]))
+                else:
+                    rows.append(vector(statement[text]) + 2.5 * vector("noise " + text))
+            return unit_rows(np.stack(rows))
+
+    cache = EmbeddingCache(encode, "fake")
+    config = LoraTrainConfig(distractors_per_person=20)
+    distractors = [f"line {j}" for j in range(40)]
+    free, rows = choose_read_weight(Probe(False), lives, distractors, cache, config)
+    assert [r["weight"] for r in rows] == list(READ_WEIGHTS)
+    best = max(r["trigger_r10"] for r in rows)
+    assert free > 1.0 and next(r for r in rows if r["weight"] == free)["trigger_r10"] == best
+    assert rows[0]["trigger_r10"] < best
+    capped, rows = choose_read_weight(Probe(True), lives, distractors, cache, config)
+    kept = next(r for r in rows if r["weight"] == capped)
+    assert capped < free and kept["direct_r1"] >= 100.0 - config.max_direct_drop
+    assert any(r["direct_r1"] < 99.0 for r in rows)  # larger weights do mislead direct questions

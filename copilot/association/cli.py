@@ -72,6 +72,8 @@ def cli() -> None:
 @click.option("--layers", default=None, help="LoRA: BERT layers that get deltas, comma-separated, or 'all'.")
 @click.option("--lr", default=None, type=float, help="LoRA learning rate.")
 @click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
+@click.option("--loss", type=click.Choice(["summed", "association"]), default=None,
+              help="LoRA: InfoNCE on the summed score (default) or on the LoRA's term alone (an ablation).")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
@@ -82,9 +84,8 @@ def cli() -> None:
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings between runs.")
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
-          lr: float | None,
-          max_steps: int | None, train_fraction: float, locomo: str, extra: tuple[str, ...], threshold: float,
-          cache_file: str | None) -> None:
+          lr: float | None, max_steps: int | None, loss: str | None, train_fraction: float, locomo: str,
+          extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
     _threads()
     started = time.perf_counter()
     lives = load_lives(data)
@@ -99,7 +100,8 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
     command = " ".join(["python -m copilot.association", *sys.argv[1:]])
     if kind == "lora":
         _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
-                    dict(seed=seed, weight=weight, r=rank, lr=lr, max_steps=max_steps, train_fraction=train_fraction,
+                    dict(seed=seed, weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
+                         train_fraction=train_fraction,
                          decontamination_threshold=threshold,
                          targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
         return
@@ -251,3 +253,38 @@ def compare(data: str, val_persons: int, split_seed: int, seeds: int, cache_file
         click.echo("| {form} | {parameters:,} | {weights} | {mrr:.4f} | {gain_mrr:+.4f} | {gain_r1:+.2f} | "
                    "{gain_r5:+.2f} | {direct_r1:+.2f} | {fit_s:.0f} |".format(**row))
     cache.save()
+
+
+@cli.command(help="The residual MLP and the LoRA by cross-validation over persons (each held out once), pooled.")
+@click.option("--data", default=str(DEFAULT_LIVES_DIR), show_default=True)
+@click.option("--folds", default=3, show_default=True, type=click.IntRange(min=2))
+@click.option("--seed", default=0, show_default=True, help="Seed of the folds and of both trainings.")
+@click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
+              help="LoCoMo file: its turns are the distractor lines and are kept out of training ('' for none).")
+@click.option("--distractors", "per_person", default=300, show_default=True,
+              help="Distractor lines added to each held-out person's search.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
+def crossval(data: str, folds: int, seed: int, locomo: str, per_person: int, as_json: bool,
+             cache_file: str | None) -> None:
+    from copilot.association.crossval import cross_validate, markdown
+
+    _threads()
+    started = time.perf_counter()
+    lives = load_lives(data)
+    distractors: list[str] = []
+    evaluation_texts: list[str] = []
+    if locomo and Path(locomo).exists():
+        memories, queries = locomo_benchmark(locomo)
+        distractors = [m.text for m in memories]
+        evaluation_texts = distractors + [q.text for q in queries]
+    embedder, cache = _embedding_cache(cache_file)
+    try:
+        result = cross_validate(lives, cache, embedder.model_path, distractors, evaluation_texts, folds, seed,
+                                per_person, progress=lambda line: click.echo(line, err=True))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    finally:
+        cache.save()
+    result["total_s"] = round(time.perf_counter() - started, 1)
+    click.echo(json.dumps(result, indent=2) if as_json else markdown(result) + f"\n\nTotal {result['total_s']} s.")

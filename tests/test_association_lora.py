@@ -95,6 +95,9 @@ def test_saved_lora_loads_merged_and_changes_only_the_question(lora_dir: Path, e
         adapter.adapt(plain, None)
     with pytest.raises(AdapterFileError, match="lacks"):
         load_lora(lora_dir.parent)
+    again = load_adapter(lora_dir, embedder.model_path)
+    assert np.allclose(again.adapt(plain, TEXTS), adapted)
+    assert again._encoder[1] is adapter._encoder[1], "one merged copy per process and files, not per engine"
 
 
 def test_scorer_sums_the_plain_and_the_adapted_reading(lora_dir: Path, embedder: Embedder) -> None:

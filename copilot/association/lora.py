@@ -37,6 +37,11 @@ LORA_KIND = "lora"
 CONFIG_FILE = "association.json"
 PEFT_FILES = ("adapter_config.json", "adapter_model.safetensors")
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# Merged encoders shared by every adapter of one process that reads the same files onto the same base model
+# (each engine of a process, e.g. one per test or replica, would otherwise hold its own 90 MB copy).
+SHARED_ENCODERS = 4
+_encoders: dict[tuple[str, str, int], tuple[Any, Any, int, threading.Lock]] = {}
+_encoders_lock = threading.Lock()
 
 
 def is_lora_dir(path: str | Path) -> bool:
@@ -83,7 +88,6 @@ class LoraAdapter:
     batch_size: int = 64
     kind: str = LORA_KIND
     _encoder: Any = field(default=None, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def dimension(self) -> int:
@@ -93,20 +97,34 @@ class LoraAdapter:
     def n_parameters(self) -> int:
         return int(self.config.get("n_parameters", 0))
 
-    def _load(self) -> tuple[Any, Any, int]:
+    def _load(self) -> tuple[Any, Any, int, threading.Lock]:
+        """(tokenizer, merged model, max tokens, the lock its passes take), built once per process and files."""
         if self._encoder is None:
-            from peft import PeftModel
-
             from copilot.embeddings import bundled_model_path
 
-            tokenizer, base, max_tokens = load_base_transformer(self.base_model or bundled_model_path())
-            try:
-                model = PeftModel.from_pretrained(base, str(self.path), is_trainable=False).merge_and_unload()
-            except (OSError, ValueError, RuntimeError, KeyError) as exc:
-                raise AdapterFileError(f"Cannot read the LoRA adapter in {self.path}: {exc}") from exc
-            model.eval()
-            self._encoder = (tokenizer, model, max_tokens)
+            base = self.base_model or bundled_model_path()
+            weights = self.path / PEFT_FILES[1]
+            key = (str(self.path.resolve()), str(base), weights.stat().st_mtime_ns if weights.exists() else 0)
+            with _encoders_lock:
+                encoder = _encoders.get(key)
+                if encoder is None:
+                    encoder = (*self._build(base), threading.Lock())
+                    _encoders[key] = encoder
+                    while len(_encoders) > SHARED_ENCODERS:
+                        _encoders.pop(next(iter(_encoders)))
+            self._encoder = encoder
         return self._encoder
+
+    def _build(self, base: str | Path) -> tuple[Any, Any, int]:
+        from peft import PeftModel
+
+        tokenizer, model, max_tokens = load_base_transformer(base)
+        try:
+            model = PeftModel.from_pretrained(model, str(self.path), is_trainable=False).merge_and_unload()
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            raise AdapterFileError(f"Cannot read the LoRA adapter in {self.path}: {exc}") from exc
+        model.eval()
+        return tokenizer, model, max_tokens
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """E_θ(q) for each text, unit rows of shape ``(n, dim)``."""
@@ -114,12 +132,11 @@ class LoraAdapter:
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            tokenizer, model, max_tokens = self._load()
-            out = []
-            with torch.no_grad():
-                for start in range(0, len(texts), self.batch_size):
-                    out.append(mean_pooled(model, tokenizer, texts[start:start + self.batch_size], max_tokens).numpy())
+        tokenizer, model, max_tokens, lock = self._load()
+        out = []
+        with lock, torch.no_grad():
+            for start in range(0, len(texts), self.batch_size):
+                out.append(mean_pooled(model, tokenizer, texts[start:start + self.batch_size], max_tokens).numpy())
         return unit_rows(np.concatenate(out))
 
     def adapt(self, plain: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:

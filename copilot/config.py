@@ -152,7 +152,7 @@ class Settings(BaseSettings):
         "plus a query-side adapter; no LLM call).",
     )
     association_adapter: str = Field("", description="Adapter for the association score: a LoRA directory or a "
-                                     "residual-MLP .npz file; empty = the shipped residual MLP.")
+                                     "residual-MLP .npz file; empty = the shipped LoRA.")
 
     users: Literal["auto", "single", "session", "hf"] = Field(
         "auto",

@@ -272,6 +272,23 @@ def test_shipped_mlp_adapter_beats_plain_cosine_on_held_out_persons(cache: Embed
     assert result.mrr(ASSOCIATION) > result.mrr(UNTRAINED)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not LIVES_DIR.exists(), reason="the simulated lives are not available")
+def test_shipped_lora_beats_plain_cosine_and_the_mlp_on_held_out_persons(cache: EmbeddingCache) -> None:
+    adapter = load_adapter()
+    assert adapter.kind == "lora"
+    held_out = sorted(adapter.config["test_persons"])
+    lives = lives_the_adapter_was_trained_from(470)
+    assert split_persons(persons_of(lives), len(held_out), adapter.config["split_seed"])[1] == held_out
+    slice_ = [life for life in lives if life.person in set(held_out[:20])]
+    memories, queries = lives_benchmark(slice_, pooled=True)
+    result = evaluate(memories, queries, cache, adapter)
+    mlp = evaluate(memories, queries, cache, load_adapter(DEFAULT_MLP_PATH))
+    assert result.n_queries == 3 * len(slice_) >= 180
+    assert result.percent(ASSOCIATION, 10) > result.percent(UNTRAINED, 10) + 3
+    assert result.mrr(ASSOCIATION) > max(result.mrr(UNTRAINED), mlp.mrr(ASSOCIATION))
+
+
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not available")
 def test_locomo_benchmark_points_gold_at_own_turns() -> None:
     memories, queries = locomo_benchmark(LOCOMO)

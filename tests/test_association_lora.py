@@ -161,13 +161,18 @@ def test_distractors_join_each_persons_search() -> None:
 
 
 def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None:
-    assert DEFAULT_ADAPTER_PATH == DEFAULT_MLP_PATH and load_adapter().kind == "residual_mlp"
+    assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and load_adapter().kind == LORA_KIND
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
     assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) == 94
-    lora = load_adapter(DEFAULT_LORA_PATH)
-    assert lora.kind == LORA_KIND and lora.weight == 0.5
-    assert sorted(lora.config["test_persons"]) == sorted(load_adapter().config["val_persons"]), "the same split"
+    lora = load_adapter()
+    search = {row["weight"]: row for row in config["read_weight_search"]}
+    assert lora.weight == 5.0 and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \
+        search[lora.weight], "w is the one that validated best"
+    assert config["train"]["loss"] == "association"
+    mlp = load_adapter(DEFAULT_MLP_PATH)
+    assert mlp.kind == "residual_mlp"
+    assert sorted(lora.config["test_persons"]) == sorted(mlp.config["val_persons"]), "the same split"
 
 
 def test_eval_command_keeps_its_json_keys(tmp_path: Path, lora_dir: Path) -> None:

@@ -1,5 +1,6 @@
 """The query-side LoRA: zero deltas are the frozen encoder, saved deltas come back merged, the product applies them
-(and only when association is on), and the training loss is the summed score's InfoNCE."""
+(and only when association is on), the training loss is InfoNCE on the LoRA's term or on the summed score, and the
+read-time w is chosen on validation persons."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from copilot.association.heldout import pooled_with_distractors, relation_of_que
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
 from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
 from copilot.association.report import both_sides
-from copilot.config import Settings
+from copilot.config import SHARED_DATA_DIR, Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
@@ -207,6 +208,8 @@ def test_both_sides_ablation_with_an_identity_adapter_changes_nothing() -> None:
     assert row["mcnemar_both_vs_query_side"]["p_value"] == 1.0
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED_DATA_DIR / "association").exists(), reason="the simulated lives are not available")
 def test_cross_validation_holds_every_person_out_once_and_pools_their_hits(embedder: Embedder) -> None:
     from copilot.association.crossval import LORA, MLP, UNTRAINED, cross_validate, markdown
     from copilot.association.data import DEFAULT_LIVES_DIR, load_lives

@@ -65,15 +65,15 @@ def cli() -> None:
               show_default=True)
 @click.option("--hidden", default=384, show_default=True, help="Hidden width of the MLP forms.")
 @click.option("--weight", default=None, type=float,
-              help="w of the summed score (lora: trained with it, default LoraTrainConfig's; .npz kinds: fixes w "
-                   "instead of choosing it on training persons).")
+              help="w of the summed score, fixed instead of chosen (lora: on validation persons after training; "
+                   ".npz kinds: on training persons).")
 @click.option("--r", "rank", default=None, type=int, help="LoRA rank (default: LoraTrainConfig's).")
 @click.option("--targets", default=None, help="LoRA target modules, comma-separated (e.g. query,value).")
 @click.option("--layers", default=None, help="LoRA: BERT layers that get deltas, comma-separated, or 'all'.")
 @click.option("--lr", default=None, type=float, help="LoRA learning rate.")
 @click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
 @click.option("--loss", type=click.Choice(["summed", "association"]), default=None,
-              help="LoRA: InfoNCE on the summed score (default) or on the LoRA's term alone (an ablation).")
+              help="LoRA: InfoNCE on the LoRA's own term (default) or on the summed score (the ablation).")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
@@ -100,7 +100,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
     command = " ".join(["python -m copilot.association", *sys.argv[1:]])
     if kind == "lora":
         _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
-                    dict(seed=seed, weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
+                    dict(seed=seed, weight=weight, read_weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
                          train_fraction=train_fraction,
                          decontamination_threshold=threshold,
                          targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
@@ -153,7 +153,8 @@ def _train_lora(out: str, lives: list, held_out: list[str], embedder: Embedder, 
     click.echo(f"persons: {i['n_fit_persons']} fitted, {len(i['val_persons'])} validation, "
                f"{len(i['test_persons'])} held out; pairs: {i['n_pairs']} (decontamination dropped "
                f"{i['n_dropped_by_decontamination']})")
-    click.echo(f"kept step {i['best_step']} (best validation Recall@10 with distractors); embeddings "
+    click.echo(f"kept step {i['best_step']} (best validation Recall@10 with distractors), read-time w {run.weight}; "
+               f"embeddings "
                f"{i['encode_s']} s, fitting {i['fit_s']} s, total {time.perf_counter() - started:.1f} s")
     click.echo(f"wrote {path} ({size / 1024:.0f} KiB, {i['n_parameters']:,} LoRA parameters)")
 

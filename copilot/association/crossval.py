@@ -76,8 +76,8 @@ def cross_validate(lives: Sequence[Life], cache: EmbeddingCache, model_path: str
             mlp = train(lives, test, cache, mlp_config or TrainConfig(kind="residual_mlp", fixed_weight=1.0,
                                                                       seed=seed), evaluation_texts).adapter
             mlp_s = time.perf_counter() - started
-            run = train_lora(lives, test, cache, lora_config or LoraTrainConfig(seed=seed), model_path, distractors,
-                             evaluation_texts)
+            recipe = lora_config or LoraTrainConfig(seed=seed, distractors_per_person=per_person)
+            run = train_lora(lives, test, cache, recipe, model_path, distractors, evaluation_texts)
             lora = load_lora(save_run(run, Path(tmp) / f"fold{number}"), model_path)
             lora_s = time.perf_counter() - started - mlp_s
             fold = _fold_hits(held, {MLP: mlp, LORA: lora}, cache, distractors, per_person)

@@ -9,8 +9,9 @@ question a second time, E_θ(q). Memories and chunks stay encoded once by the fr
 
 On disk an adapter is a directory: peft's ``adapter_config.json`` and ``adapter_model.safetensors`` (the
 deltas only: 0.8 MB for the shipped r 16 on ``query``, ``value`` and ``dense`` of layers 4 and 5) and
-``association.json`` (w, the training configuration, the persons held out, the validation history). At load time the deltas are merged into the copy's weights
-(``merge_and_unload``), so the second reading costs exactly one plain MiniLM pass.
+``association.json`` (w, the training configuration, the persons held out, the validation history). At load
+time the deltas are merged into the copy's weights (``merge_and_unload``), so the second reading costs exactly
+one plain MiniLM pass.
 
 The copy is a separate module from the product's embedder: the frozen encoder is never patched, so chunks,
 thoughts and memories keep the vectors they were stored with whatever adapter is loaded.
@@ -40,7 +41,7 @@ BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Merged encoders shared by every adapter of one process that reads the same files onto the same base model
 # (each engine of a process, e.g. one per test or replica, would otherwise hold its own 90 MB copy).
 SHARED_ENCODERS = 4
-_encoders: dict[tuple[str, str, int], tuple[Any, Any, int, threading.Lock]] = {}
+_encoders: dict[tuple, tuple[Any, Any, int, threading.Lock]] = {}
 _encoders_lock = threading.Lock()
 
 
@@ -103,15 +104,16 @@ class LoraAdapter:
             from copilot.embeddings import bundled_model_path
 
             base = self.base_model or bundled_model_path()
-            weights = self.path / PEFT_FILES[1]
-            key = (str(self.path.resolve()), str(base), weights.stat().st_mtime_ns if weights.exists() else 0)
+            files = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.exists() else None
+                          for f in (self.path / name for name in PEFT_FILES))
+            key = (str(self.path.resolve()), str(Path(base).resolve()), files)
             with _encoders_lock:
-                encoder = _encoders.get(key)
+                encoder = _encoders.pop(key, None)  # re-inserted last: the least recently used go first
                 if encoder is None:
                     encoder = (*self._build(base), threading.Lock())
-                    _encoders[key] = encoder
-                    while len(_encoders) > SHARED_ENCODERS:
-                        _encoders.pop(next(iter(_encoders)))
+                _encoders[key] = encoder
+                while len(_encoders) > SHARED_ENCODERS:
+                    _encoders.pop(next(iter(_encoders)))
             self._encoder = encoder
         return self._encoder
 

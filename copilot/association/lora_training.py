@@ -12,8 +12,9 @@ only the LoRA deltas of E_θ are trainable (peft ``LoraConfig`` on BERT's projec
 Which loss is the default was measured (README, "Associative recall"). With the summed score, the plain term
 already ranks most candidates, and what the deltas learned did not hold for new persons: +0.4 Recall@10 on
 the test persons after 40 steps, and lower validation recall after 80 steps at a higher learning rate. On the
-LoRA's own term, recall on the held-back persons rose steadily for hundreds of steps. The read-time score is always the summed one. Its w is chosen
-afterwards on the validation persons (:func:`choose_read_weight`).
+LoRA's own term, recall on the held-back persons rose steadily for hundreds of steps. The read-time score is
+always the summed one. The step is chosen at ``weight``; the read-time w is chosen afterwards on the same
+validation persons (:func:`choose_read_weight`), unless ``read_weight`` fixes it.
 
 Every ``eval_every`` steps the adapter is scored on validation persons, who are training persons held back
 from fitting, with their statements hidden among distractor lines, and the best state is kept. Training
@@ -63,6 +64,7 @@ class LoraTrainConfig:
     max_direct_drop: float = 1.0
     train_fraction: float = 1.0  # share of the fitting persons used (the data-size curve)
     loss: str = "association"  # "association": InfoNCE on the LoRA's term alone; "summed": on the summed score
+    read_weight: float | None = None  # the shipped w; None: chosen on the validation persons (READ_WEIGHTS)
     decontamination_threshold: float = DEFAULT_THRESHOLD
 
 
@@ -224,7 +226,8 @@ def choose_read_weight(probe: Any, val_lives: Sequence[Life], distractors: Seque
                        config: LoraTrainConfig, weights: Sequence[float] = READ_WEIGHTS) -> tuple[float, list[dict]]:
     """w of the read-time score cos(E(q), m) + w·cos(E_θ(q), m), chosen on the validation persons among
     distractors: the best trigger Recall@10 (then MRR, then the smaller w) among the weights whose
-    direct-question Recall@1 stays within ``max_direct_drop`` of plain cosine. ``probe``: anything with
+    direct-question Recall@1 stays within ``max_direct_drop`` of plain cosine (none: the w that keeps direct
+    questions best). ``probe``: anything with
     ``adapt(plain, texts)``, the model being trained or a saved adapter."""
     memories, queries = pooled_with_distractors(val_lives, distractors, config.distractors_per_person, config.seed)
     result = evaluate(memories, queries, cache, probe, {UNTRAINED: 0.0} | {f"w={w}": w for w in weights})
@@ -233,7 +236,7 @@ def choose_read_weight(probe: Any, val_lives: Sequence[Life], distractors: Seque
     rows = [{"weight": w, "trigger_r10": triggers.percent(f"w={w}", 10),
              "trigger_mrr": round(triggers.mrr(f"w={w}"), 4), "direct_r1": direct.percent(f"w={w}", 1)}
             for w in weights]
-    allowed = [r for r in rows if r["direct_r1"] >= floor] or [min(rows, key=lambda r: r["weight"])]
+    allowed = [r for r in rows if r["direct_r1"] >= floor] or [max(rows, key=lambda r: (r["direct_r1"], -r["weight"]))]
     best = max(allowed, key=lambda r: (r["trigger_r10"], r["trigger_mrr"], -r["weight"]))
     return float(best["weight"]), rows
 
@@ -326,8 +329,11 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
                 break
     set_peft_model_state_dict(model, best_state)
     model.eval()
-    weight, weight_rows = choose_read_weight(probe, val_lives, distractors, cache, config)
-    progress(f"read weight {weight}: {weight_rows}")
+    if config.read_weight is None:
+        weight, weight_rows = choose_read_weight(probe, val_lives, distractors, cache, config)
+        progress(f"read weight {weight}: {weight_rows}")
+    else:
+        weight, weight_rows = config.read_weight, []
     done = time.perf_counter()
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     layers = list(config.layers) if config.layers else None

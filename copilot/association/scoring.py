@@ -1,8 +1,8 @@
 """The combined read-time score, and the one query vector through which the product searches by it.
 
 score(q, m) = cos(E(q), E(m)) + w·cos(E_θ(q), E(m)). Memories stay encoded once by the frozen base model;
-a query costs one base embedding plus E_θ(q): the residual MLP's few matrix products (the default ``.npz``
-kind), or a second MiniLM pass with the LoRA merged in (the LoRA kind). No LLM call.
+a query costs one base embedding plus E_θ(q): a second MiniLM pass with the LoRA merged in (the LoRA kind, the
+default), or the residual MLP's few matrix products (the ``.npz`` kind). No LLM call.
 
 Because every E(m) is a unit vector, the combined score equals the dot product of E(m) with the single
 query vector E(q) + w·E_θ(q). :meth:`AssociativeScorer.query_vectors` returns that vector normalised, which

@@ -208,18 +208,27 @@ class _Probe:
         return np.concatenate(out) if out else np.zeros_like(plain)
 
 
+READ_WEIGHTS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+def validation_rows(probe: Any, val_lives: Sequence[Life], distractors: Sequence[str], cache: EmbeddingCache,
+                    config: LoraTrainConfig, weights: Sequence[float]) -> tuple[list[dict], dict]:
+    """The validation persons' statements among distractors, searched once: for each w of the summed score its
+    trigger Recall@10 and MRR and its direct-question Recall@1, and plain cosine's two recalls."""
+    memories, queries = pooled_with_distractors(val_lives, distractors, config.distractors_per_person, config.seed)
+    result = evaluate(memories, queries, cache, probe, {UNTRAINED: 0.0} | {f"w={w}": w for w in weights})
+    triggers, direct = result.subset("trigger"), result.subset("direct")
+    rows = [{"weight": w, "trigger_r10": triggers.percent(f"w={w}", 10),
+             "trigger_mrr": round(triggers.mrr(f"w={w}"), 4), "direct_r1": direct.percent(f"w={w}", 1)}
+            for w in weights]
+    return rows, {"plain_trigger_r10": triggers.percent(UNTRAINED, 10), "plain_direct_r1": direct.percent(UNTRAINED, 1)}
+
+
 def validation_score(probe: _Probe, val_lives: Sequence[Life], distractors: Sequence[str], cache: EmbeddingCache,
                      config: LoraTrainConfig) -> dict:
-    """Trigger Recall@10 and MRR with distractors, direct-question Recall@1, plain and adapted."""
-    memories, queries = pooled_with_distractors(val_lives, distractors, config.distractors_per_person, config.seed)
-    result = evaluate(memories, queries, cache, probe, {UNTRAINED: 0.0, "lora": config.weight})
-    triggers, direct = result.subset("trigger"), result.subset("direct")
-    return {"trigger_r10": triggers.percent("lora", 10), "trigger_mrr": round(triggers.mrr("lora"), 4),
-            "direct_r1": direct.percent("lora", 1), "plain_trigger_r10": triggers.percent(UNTRAINED, 10),
-            "plain_direct_r1": direct.percent(UNTRAINED, 1)}
-
-
-READ_WEIGHTS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+    """Trigger Recall@10 and MRR with distractors, direct-question Recall@1, plain and adapted (at ``weight``)."""
+    rows, plain = validation_rows(probe, val_lives, distractors, cache, config, [config.weight])
+    return {key: value for key, value in rows[0].items() if key != "weight"} | plain
 
 
 def choose_read_weight(probe: Any, val_lives: Sequence[Life], distractors: Sequence[str], cache: EmbeddingCache,
@@ -227,15 +236,10 @@ def choose_read_weight(probe: Any, val_lives: Sequence[Life], distractors: Seque
     """w of the read-time score cos(E(q), m) + w·cos(E_θ(q), m), chosen on the validation persons among
     distractors: the best trigger Recall@10 (then MRR, then the smaller w) among the weights whose
     direct-question Recall@1 stays within ``max_direct_drop`` of plain cosine (none: the w that keeps direct
-    questions best). ``probe``: anything with
-    ``adapt(plain, texts)``, the model being trained or a saved adapter."""
-    memories, queries = pooled_with_distractors(val_lives, distractors, config.distractors_per_person, config.seed)
-    result = evaluate(memories, queries, cache, probe, {UNTRAINED: 0.0} | {f"w={w}": w for w in weights})
-    triggers, direct = result.subset("trigger"), result.subset("direct")
-    floor = direct.percent(UNTRAINED, 1) - config.max_direct_drop
-    rows = [{"weight": w, "trigger_r10": triggers.percent(f"w={w}", 10),
-             "trigger_mrr": round(triggers.mrr(f"w={w}"), 4), "direct_r1": direct.percent(f"w={w}", 1)}
-            for w in weights]
+    questions best). ``probe``: anything with ``adapt(plain, texts)``, the model being trained or a saved
+    adapter."""
+    rows, plain = validation_rows(probe, val_lives, distractors, cache, config, weights)
+    floor = plain["plain_direct_r1"] - config.max_direct_drop
     allowed = [r for r in rows if r["direct_r1"] >= floor] or [max(rows, key=lambda r: (r["direct_r1"], -r["weight"]))]
     best = max(allowed, key=lambda r: (r["trigger_r10"], r["trigger_mrr"], -r["weight"]))
     return float(best["weight"]), rows

@@ -27,7 +27,13 @@ from copilot.association.data import Life
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.heldout import pooled_with_distractors, relation_of_queries
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
-from copilot.association.lora_training import LoraTrainConfig, SplitEncoder, build_lora_model, summed_info_nce
+from copilot.association.lora_training import (
+    BUCKET,
+    LoraTrainConfig,
+    SplitEncoder,
+    build_lora_model,
+    summed_info_nce,
+)
 from copilot.association.report import both_sides
 from copilot.config import SHARED_DATA_DIR, Settings
 from copilot.embeddings import Embedder, get_embedder
@@ -80,6 +86,11 @@ def test_split_reading_of_the_top_layers_equals_the_whole_pass(embedder: Embedde
     with torch.no_grad():
         assert np.allclose(split(TEXTS).numpy(), mean_pooled(model, tokenizer, TEXTS, max_tokens).numpy(), atol=1e-5)
     assert len(split.states) == len(TEXTS)
+    # More texts than one length group, long and short mixed: each vector comes back in its text's place.
+    texts = [f"{TEXTS[i % 3]} {'and then some more words ' * (i % 7)}{i}" for i in range(2 * BUCKET + 5)]
+    with torch.no_grad():
+        whole = mean_pooled(model, tokenizer, texts, max_tokens).numpy()
+        assert np.allclose(split(texts).numpy(), whole, atol=1e-5)
 
 
 def test_saved_lora_loads_merged_and_changes_only_the_question(lora_dir: Path, embedder: Embedder) -> None:
@@ -149,6 +160,34 @@ def test_summed_info_nce_hand_example() -> None:
     # The association term alone (τ 1): logits [0, 1], whatever the plain reading and w say.
     alone = summed_info_nce(plain, adapted, candidates, torch.tensor([1]), 0.5, 1.0, plain_term=False).item()
     assert math.isclose(alone, math.log1p(math.exp(-1)), rel_tol=1e-5)
+
+
+def test_batches_point_each_question_at_its_statement_among_the_batch_or_the_whole_pool() -> None:
+    """Every trigger and direct question of a batch is paired with its own statement's row, whether the candidates
+    are the batch persons' statements or every fitting person's; no person is split over two batches."""
+    import random
+
+    from copilot.association.lora_training import person_batches
+
+    lives = [Life(p, f"{p} said {i}", "state", "later", (f"{p} t{i}a", f"{p} t{i}b"), f"{p} q{i}?")
+             for p in ("ann", "bo", "cy", "di", "ed") for i in range(3)]
+    cache = EmbeddingCache(lambda texts: np.stack([np.full(4, float(len(t))) for t in texts]), "fake")
+    owner = {t: life.statement for life in lives for t in (*life.triggers, life.direct_question)}
+    for negatives, n_candidates in (("batch", None), ("pool", 15)):
+        config = LoraTrainConfig(persons_per_batch=2, negatives=negatives)
+        batches = person_batches(lives, cache, config, random.Random(0))
+        assert [len(b.texts) for b in batches] == [12, 12, 6]
+        seen = set()
+        for batch in batches:
+            statements = [life.statement for life in lives] if negatives == "pool" else list(dict.fromkeys(
+                owner[t] for t in batch.texts))
+            assert len(batch.candidates) == (n_candidates or len(statements))
+            for text, row in zip(batch.texts, batch.positives, strict=True):
+                assert statements[row] == owner[text]
+            seen |= {t.split()[0] for t in batch.texts}
+        assert seen == {"ann", "bo", "cy", "di", "ed"}
+    with pytest.raises(ValueError, match="Unknown LoRA negatives"):
+        person_batches(lives, cache, LoraTrainConfig(negatives="everyone"), random.Random(0))
 
 
 def test_distractors_join_each_persons_search() -> None:

@@ -190,6 +190,99 @@ def test_batches_point_each_question_at_its_statement_among_the_batch_or_the_who
         person_batches(lives, cache, LoraTrainConfig(negatives="everyone"), random.Random(0))
 
 
+def test_the_moving_average_of_the_deltas_is_validated_and_the_model_gets_its_own_back() -> None:
+    from copilot.association.lora_training import MovingAverage
+
+    model = torch.nn.Linear(2, 1, bias=False)
+    frozen = torch.nn.Parameter(torch.ones(1), requires_grad=False)
+    model.register_parameter("frozen", frozen)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.0, 0.0]]))
+    average = MovingAverage(model, 0.5)
+    assert set(average.shadow) == {"weight"}
+    with torch.no_grad():
+        model.weight.fill_(10.0)
+    average.update(1)  # warming up: decay (1 + 1) / (10 + 1) = 2/11, so 0 → 9/11 · 10
+    assert torch.allclose(average.shadow["weight"], torch.full((1, 2), 90 / 11))
+    average.shadow["weight"].zero_()
+    for step, value in ((20, 4.0), (21, 8.0)):  # warmed up: the decay is 0.5
+        with torch.no_grad():
+            model.weight.fill_(value)
+        average.update(step)
+    # 0 → 0.5·0 + 0.5·4 = 2 → 0.5·2 + 0.5·8 = 5
+    with average.applied():
+        assert torch.equal(model.weight, torch.tensor([[5.0, 5.0]]))
+    assert torch.equal(model.weight, torch.tensor([[8.0, 8.0]])) and torch.equal(frozen, torch.ones(1))
+    off = MovingAverage(model, 0.0)
+    off.update(1)
+    with off.applied():
+        assert torch.equal(model.weight, torch.tensor([[8.0, 8.0]]))
+
+
+def test_the_mean_of_several_loras_is_one_lora_whose_deltas_are_their_mean(tmp_path: Path,
+                                                                           embedder: Embedder) -> None:
+    from peft import get_peft_model_state_dict
+
+    from copilot.association.lora_training import averaged_lora
+
+    config = LoraTrainConfig(r=4, alpha=8, targets=("query", "value"), layers=(4, 5))
+    merged, states = [], []
+    for seed in (1, 2, 3):
+        torch.manual_seed(seed)
+        _, base, _ = load_base_transformer(embedder.model_path)
+        model = build_lora_model(base, config)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                torch.nn.init.normal_(p, 0, 0.2)
+        states.append({k: v.clone() for k, v in get_peft_model_state_dict(model).items()})
+        merged.append(model.merge_and_unload().state_dict())
+    mean = averaged_lora(states, config, embedder.model_path)
+    assert mean.peft_config["default"].r == 12 and list(mean.peft_config) == ["default"]
+    path = save_lora(mean, tmp_path / "mean", 2.0, {"dimension": 384})
+    lora = load_lora(path, embedder.model_path)
+    _, model, _, _ = lora._load()
+    ours = model.state_dict()
+    for key in ("encoder.layer.4.attention.self.query.weight", "encoder.layer.5.attention.self.value.weight"):
+        expected = sum(m[key] for m in merged) / 3
+        assert torch.allclose(ours[key], expected, atol=1e-6)
+        assert not torch.allclose(ours[key], merged[0][key], atol=1e-3)
+    key = "encoder.layer.3.attention.self.query.weight"
+    assert torch.equal(ours[key], merged[0][key]), "layers without deltas are untouched"
+
+
+def test_a_training_of_two_members_ships_their_mean_and_records_each(tmp_path: Path, embedder: Embedder) -> None:
+    from copilot.association.lora_training import save_run, train_lora
+
+    lives = [Life(p, f"{p} keeps {thing}.", "state", "later", (f"What about the {thing}, {p}?",),
+                  f"What does {p} keep?") for p in ("ann", "bo", "cy", "di", "ed", "flo")
+             for thing in ("bees", "a boat", "old maps")]
+    config = LoraTrainConfig(r=2, alpha=4, targets=("query",), layers=(5,), max_steps=2, eval_every=1,
+                             n_val_persons=2, persons_per_batch=2, members=2, ema=0.9, distractors_per_person=2)
+    lines = ["Did you watch the game last night?", "Pass me the salt, please.", "It rained all day here."]
+    lines_seen: list[str] = []
+    run = train_lora(lives, ["flo"], EmbeddingCache.for_embedder(embedder), config, embedder.model_path, lines,
+                     progress=lines_seen.append)
+    info = run.info
+    assert info["n_fit_persons"] == 3 and len(info["val_persons"]) == 2 and info["test_persons"] == ["flo"]
+    assert len(info["best_step"]) == 2 and [len(h) for h in info["validation"]] == [3, 3]
+    assert len(info["members_validation"]) == 2 and "trigger_r10" in info["mean_validation"]
+    assert any(line.startswith("member 1 step 2:") for line in lines_seen)
+    # The mean ships unless one member alone validates better.
+    mean = info["shipped"] == "mean"
+    better = max((m["trigger_r10"], m["trigger_mrr"]) for m in info["members_validation"])
+    row = info["mean_validation"]
+    assert mean == ((row["trigger_r10"], row["trigger_mrr"]) >= better
+                    and row["direct_r1"] >= row["plain_direct_r1"] - config.max_direct_drop)
+    assert run.model.peft_config["default"].r == (4 if mean else 2)
+    assert info["n_parameters"] == (2 if mean else 1) * 2 * (2 * 384)
+    assert run.weight in [row["weight"] for row in info["read_weight_search"]]
+    adapter = load_lora(save_run(run, tmp_path / "mean"), embedder.model_path)
+    assert adapter.encode(["What about the bees, ann?"]).shape == (1, 384)
+    with pytest.raises(ValueError, match="at least one member"):
+        train_lora(lives, ["flo"], EmbeddingCache.for_embedder(embedder), LoraTrainConfig(members=0),
+                   embedder.model_path, lines)
+
+
 def test_distractors_join_each_persons_search() -> None:
     lives = [Life(p, f"{p} statement {i}", ("causal", "state")[i % 2], "later", ("t1", "t2"), "q?")
              for p in ("x", "y") for i in range(2)]

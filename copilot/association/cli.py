@@ -74,6 +74,12 @@ def cli() -> None:
 @click.option("--max-steps", default=None, type=int, help="LoRA steps at most (it stops early on validation).")
 @click.option("--loss", type=click.Choice(["summed", "association"]), default=None,
               help="LoRA: InfoNCE on the LoRA's own term (default) or on the summed score (the ablation).")
+@click.option("--negatives", type=click.Choice(["batch", "pool"]), default=None,
+              help="LoRA: the batch persons' statements as candidates (default), or every fitting person's.")
+@click.option("--ema", default=None, type=float,
+              help="LoRA: decay of the moving average of the deltas that is validated and kept (0: none).")
+@click.option("--members", default=None, type=int,
+              help="LoRA: how many LoRAs to fit from their own initialisation and batch order; their mean ships.")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
@@ -84,7 +90,8 @@ def cli() -> None:
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings between runs.")
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
-          lr: float | None, max_steps: int | None, loss: str | None, train_fraction: float, locomo: str,
+          lr: float | None, max_steps: int | None, loss: str | None, negatives: str | None, ema: float | None,
+          members: int | None, train_fraction: float, locomo: str,
           extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
     _threads()
     started = time.perf_counter()
@@ -101,7 +108,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
     if kind == "lora":
         _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
                     dict(seed=seed, weight=weight, read_weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
-                         train_fraction=train_fraction,
+                         negatives=negatives, ema=ema, members=members, train_fraction=train_fraction,
                          decontamination_threshold=threshold,
                          targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
         return

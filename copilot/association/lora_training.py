@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,20 +45,20 @@ from copilot.association.lora import load_base_transformer, save_lora
 class LoraTrainConfig:
     """Everything that decides the trained LoRA; saved in its ``association.json``."""
 
-    r: int = 16
-    alpha: int = 32
+    r: int = 32
+    alpha: int = 64
     lora_dropout: float = 0.1
-    targets: tuple[str, ...] = ("query", "value", "dense")
-    layers: tuple[int, ...] | None = (4, 5)  # BERT layers that get deltas; None: all six
+    targets: tuple[str, ...] = ("query", "key", "value", "dense")  # "dense": attention output and feed-forward
+    layers: tuple[int, ...] | None = None  # BERT layers that get deltas; None: all six
     lr: float = 5e-4
     weight: float = 1.0  # w of the summed loss and of choosing the step; the shipped w is chosen after (READ_WEIGHTS)
     temperature: float = 0.05
     persons_per_batch: int = 16
     triggers_per_statement: int = 1
     direct: bool = True
-    max_steps: int = 600
+    max_steps: int = 800
     eval_every: int = 25
-    patience: int = 4
+    patience: int = 8
     seed: int = 0
     n_val_persons: int = 40
     distractors_per_person: int = DISTRACTORS_PER_PERSON
@@ -65,6 +66,8 @@ class LoraTrainConfig:
     train_fraction: float = 1.0  # share of the fitting persons used (the data-size curve)
     loss: str = "association"  # "association": InfoNCE on the LoRA's term alone; "summed": on the summed score
     negatives: str = "batch"  # "batch": the batch persons' statements; "pool": every fitting person's statement
+    ema: float = 0.99  # decay of an exponential moving average of the deltas, which is what is validated; 0: none
+    members: int = 2  # LoRAs fitted from their own initialisation and batch order; more than 1: their mean ships
     read_weight: float | None = None  # the shipped w; None: chosen on the validation persons (READ_WEIGHTS)
     decontamination_threshold: float = DEFAULT_THRESHOLD
 
@@ -80,11 +83,16 @@ def seed_everything(seed: int, threads: int = 2) -> None:
 
 def build_lora_model(base: Any, config: LoraTrainConfig) -> Any:
     """The peft model around a fresh copy of MiniLM; the deltas start at zero (B = 0), so step 0 is E."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    lora = LoraConfig(r=config.r, lora_alpha=config.alpha, lora_dropout=config.lora_dropout,
+    return get_peft_model(base, lora_config(base, config))
+
+
+def lora_config(base: Any, config: LoraTrainConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.r, lora_alpha=config.alpha, lora_dropout=config.lora_dropout,
                       target_modules=list(config.targets), bias="none", layers_to_transform=lora_layers(base, config))
-    return get_peft_model(base, lora)
 
 
 def lora_layers(base: Any, config: LoraTrainConfig) -> list[int]:
@@ -281,6 +289,45 @@ def choose_read_weight(probe: Any, val_lives: Sequence[Life], distractors: Seque
     return float(best["weight"]), rows
 
 
+class MovingAverage:
+    """An exponential moving average of the trainable deltas (decay ``decay``, warmed up as (1 + t) / (10 + t) over
+    the first steps); :meth:`applied` swaps it into the model for a validation and back. ``decay`` 0: the model
+    itself is validated."""
+
+    def __init__(self, model: Any, decay: float) -> None:
+        self.decay = decay
+        self.params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+        self.shadow = {n: p.detach().clone() for n, p in self.params.items()} if decay else {}
+
+    def update(self, step: int) -> None:
+        import torch
+
+        if not self.decay:
+            return
+        decay = min(self.decay, (1 + step) / (10 + step))
+        with torch.no_grad():
+            for name, p in self.params.items():
+                self.shadow[name].mul_(decay).add_(p.detach(), alpha=1 - decay)
+
+    @contextmanager
+    def applied(self) -> Iterator[None]:
+        import torch
+
+        if not self.decay:
+            yield
+            return
+        raw = {n: p.detach().clone() for n, p in self.params.items()}
+        with torch.no_grad():
+            for name, p in self.params.items():
+                p.copy_(self.shadow[name])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for name, p in self.params.items():
+                    p.copy_(raw[name])
+
+
 @dataclass
 class LoraRun:
     model: Any
@@ -296,17 +343,104 @@ def split_validation(train_lives: Sequence[Life], n_val: int, seed: int) -> tupl
     return [x for x in train_lives if x.person not in val], [x for x in train_lives if x.person in val]
 
 
-def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: EmbeddingCache, config: LoraTrainConfig,
-               model_path: str | Path, distractors: Sequence[str], evaluation_texts: Sequence[str] = (),
-               progress: Callable[[str], None] = lambda _: None) -> LoraRun:
-    """Fit a query-side LoRA on the training persons, keep the state that validates best, stop early."""
+@dataclass
+class _Data:
+    """What every member of one training reads: the persons, the kept pairs, the distractors."""
+
+    fit_lives: list[Life]
+    val_lives: list[Life]
+    allowed: set[tuple[str, str]]
+    distractors: Sequence[str]
+
+
+def _fit_member(member: int, data: _Data, cache: EmbeddingCache, config: LoraTrainConfig, model_path: str | Path,
+                states: dict[str, Any], started: float, progress: Callable[[str], None]) -> tuple[Any, dict, list]:
+    """One LoRA fitted from its own initialisation and batch order; (its best state, best row, history)."""
     import torch
     from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
+    seed_everything(config.seed + member)
+    tokenizer, base, max_tokens = load_base_transformer(model_path)
+    model = build_lora_model(base, config)
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
+    encode = SplitEncoder(model.base_model.model, tokenizer, max_tokens, min(lora_layers(base, config)))
+    encode.states = states  # the frozen part's outputs do not depend on the deltas: shared by the members
+    probe = _Probe(model, encode, config.weight)
+    average = MovingAverage(model, config.ema)
+    rng = random.Random(config.seed + member)
+    label = f"member {member} " if config.members > 1 else ""
+    history: list[dict] = []
+    best = validation_score(probe, data.val_lives, data.distractors, cache, config) | {"step": 0}
+    history.append(best)
+    best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+    progress(f"{label}step 0: {best}")
+    step, stale, losses = 0, 0, []
+    floor = best["plain_direct_r1"] - config.max_direct_drop
+    while step < config.max_steps and stale < config.patience:
+        for batch in person_batches(data.fit_lives, cache, config, rng, data.allowed):
+            adapted = encode(batch.texts)
+            loss = summed_info_nce(torch.from_numpy(batch.plain), adapted, torch.from_numpy(batch.candidates),
+                                   torch.from_numpy(batch.positives), config.weight, config.temperature,
+                                   plain_term=config.loss == "summed")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+            step += 1
+            average.update(step)
+            if step % config.eval_every == 0 or step == config.max_steps:
+                with average.applied():
+                    row = validation_score(probe, data.val_lives, data.distractors, cache, config) | {
+                        "step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
+                        "s": round(time.perf_counter() - started, 1)}
+                    history.append(row)
+                    progress(f"{label}step {step}: {row}")
+                    if row["direct_r1"] >= floor and (row["trigger_r10"], row["trigger_mrr"]) > (
+                            best["trigger_r10"], best["trigger_mrr"]):
+                        best, stale = row, 0
+                        best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+                    else:
+                        stale += 1
+            if step >= config.max_steps or stale >= config.patience:
+                break
+    set_peft_model_state_dict(model, best_state)
+    model.eval()
+    return model, best, history
+
+
+def averaged_lora(states: Sequence[dict], config: LoraTrainConfig, model_path: str | Path) -> Any:
+    """One peft model whose deltas are the mean of the members' deltas, exactly: their LoRAs side by side (peft's
+    ``add_weighted_adapter``, ``cat``: rank = the members' ranks summed, each B·A weighted 1/n)."""
+    from peft import get_peft_model, set_peft_model_state_dict
+
+    _, base, _ = load_base_transformer(model_path)
+    names = [f"member{i}" for i in range(len(states))]
+    model = get_peft_model(base, lora_config(base, config), adapter_name=names[0])
+    for name in names[1:]:
+        model.add_adapter(name, lora_config(base, config))
+    for name, state in zip(names, states, strict=True):
+        set_peft_model_state_dict(model, state, adapter_name=name)
+    model.add_weighted_adapter(names, [1 / len(names)] * len(names), "default", combination_type="cat")
+    model.set_adapter("default")
+    for name in names:
+        model.delete_adapter(name)
+    model.eval()
+    return model
+
+
+def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: EmbeddingCache, config: LoraTrainConfig,
+               model_path: str | Path, distractors: Sequence[str], evaluation_texts: Sequence[str] = (),
+               progress: Callable[[str], None] = lambda _: None) -> LoraRun:
+    """Fit ``config.members`` query-side LoRAs on the training persons, each keeping the state that validates best
+    and stopping early; with more than one, ship the mean of their deltas. Then choose the read-time w."""
+    from peft import get_peft_model_state_dict
+
     if config.loss not in ("summed", "association"):
         raise ValueError(f"Unknown LoRA training loss {config.loss!r}: 'summed' or 'association'.")
+    if config.members < 1:
+        raise ValueError("A LoRA training needs at least one member.")
     started = time.perf_counter()
-    seed_everything(config.seed)
     held = set(test_persons)
     train_lives = [x for x in lives if x.person not in held]
     fit_lives, val_lives = split_validation(train_lives, config.n_val_persons, config.seed)
@@ -319,66 +453,53 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
     val_texts = [t for x in val_lives for t in (x.statement, x.direct_question, *x.triggers)]
     cleaned = decontaminate(pairs_of(fit_lives), [*test_texts, *val_texts, *evaluation_texts], cache,
                             config.decontamination_threshold)
-    allowed = {(p.query, p.statement) for p in cleaned.kept}
+    data = _Data(fit_lives, val_lives, {(p.query, p.statement) for p in cleaned.kept}, distractors)
     cache.encode([t for x in [*fit_lives, *val_lives] for t in (x.statement, x.direct_question, *x.triggers)])
     cache.encode(list(distractors))
     encoded = time.perf_counter()
 
-    tokenizer, base, max_tokens = load_base_transformer(model_path)
-    model = build_lora_model(base, config)
-    model.train()
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr)
-    encode = SplitEncoder(model.base_model.model, tokenizer, max_tokens, min(lora_layers(base, config)))
-    probe = _Probe(model, encode, config.weight)
-    rng = random.Random(config.seed)
-    history: list[dict] = []
-    best = validation_score(probe, val_lives, distractors, cache, config) | {"step": 0}
-    history.append(best)
-    best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
-    progress(f"step 0: {best}")
-    step, stale, losses = 0, 0, []
-    floor = best["plain_direct_r1"] - config.max_direct_drop
-    while step < config.max_steps and stale < config.patience:
-        for batch in person_batches(fit_lives, cache, config, rng, allowed):
-            adapted = encode(batch.texts)
-            loss = summed_info_nce(torch.from_numpy(batch.plain), adapted, torch.from_numpy(batch.candidates),
-                                   torch.from_numpy(batch.positives), config.weight, config.temperature,
-                                   plain_term=config.loss == "summed")
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            step += 1
-            if step % config.eval_every == 0 or step == config.max_steps:
-                row = validation_score(probe, val_lives, distractors, cache, config) | {
-                    "step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
-                    "s": round(time.perf_counter() - encoded, 1)}
-                history.append(row)
-                progress(f"step {step}: {row}")
-                if row["direct_r1"] >= floor and (row["trigger_r10"], row["trigger_mrr"]) > (
-                        best["trigger_r10"], best["trigger_mrr"]):
-                    best, stale = row, 0
-                    best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
-                else:
-                    stale += 1
-            if step >= config.max_steps or stale >= config.patience:
-                break
-    set_peft_model_state_dict(model, best_state)
-    model.eval()
+    states: dict[str, Any] = {}
+    members = [_fit_member(m, data, cache, config, model_path, states, encoded, progress)
+               for m in range(config.members)]
+    tokenizer, _, max_tokens = load_base_transformer(model_path)
+
+    def probe_of(model: Any) -> _Probe:
+        encode = SplitEncoder(model.base_model.model, tokenizer, max_tokens,
+                              min(lora_layers(model.base_model.model, config)))
+        encode.states = states
+        return _Probe(model, encode, config.weight)
+
+    def score(row: dict) -> tuple[float, float]:
+        return row["trigger_r10"], row["trigger_mrr"]
+
+    best_member = max(range(len(members)), key=lambda i: score(members[i][1]))
+    model, shipped, ensemble = members[best_member][0], "member", {}
+    if config.members > 1:
+        mean = averaged_lora([get_peft_model_state_dict(m) for m, _, _ in members], config, model_path)
+        ensemble = validation_score(probe_of(mean), val_lives, distractors, cache, config)
+        progress(f"mean of {config.members} members: {ensemble}")
+        if score(ensemble) >= score(members[best_member][1]) and ensemble["direct_r1"] >= \
+                ensemble["plain_direct_r1"] - config.max_direct_drop:
+            model, shipped = mean, "mean"
+    probe = probe_of(model)
     if config.read_weight is None:
         weight, weight_rows = choose_read_weight(probe, val_lives, distractors, cache, config)
         progress(f"read weight {weight}: {weight_rows}")
     else:
         weight, weight_rows = config.read_weight, []
     done = time.perf_counter()
-    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    layers = lora_layers(base, config)
+    n_parameters = sum(p.numel() for name, p in model.named_parameters() if "lora_" in name)
+    layers = lora_layers(model.base_model.model, config)
     info = {"train": asdict(config) | {"targets": list(config.targets), "layers": layers}, "test_persons": sorted(held),
             "val_persons": sorted({x.person for x in val_lives}), "n_fit_persons": len({x.person for x in fit_lives}),
             "n_pairs": len(cleaned.kept), "n_dropped_by_decontamination": len(cleaned.dropped),
-            "best_step": best["step"], "validation": history, "read_weight_search": weight_rows,
-            "n_parameters": int(n_trainable), "dimension": 384, "encode_s": round(encoded - started, 1),
+            "best_step": members[0][1]["step"], "validation": members[0][2], "read_weight_search": weight_rows,
+            "n_parameters": int(n_parameters), "dimension": 384, "encode_s": round(encoded - started, 1),
             "fit_s": round(done - encoded, 1)}
+    if config.members > 1:
+        info |= {"best_step": [best["step"] for _, best, _ in members], "validation": [h for _, _, h in members],
+                 "members_validation": [best for _, best, _ in members], "mean_validation": ensemble,
+                 "shipped": "mean" if shipped == "mean" else f"member {best_member}"}
     return LoraRun(model, weight, info)
 
 

@@ -29,6 +29,7 @@ from copilot.association.heldout import pooled_with_distractors, relation_of_que
 from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
 from copilot.association.lora_training import (
     BUCKET,
+    READ_WEIGHTS,
     LoraTrainConfig,
     SplitEncoder,
     build_lora_model,
@@ -300,7 +301,7 @@ def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None
     assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) == 94
     lora = load_adapter()
     search = {row["weight"]: row for row in config["read_weight_search"]}
-    assert lora.weight == 5.0 and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \
+    assert lora.weight in READ_WEIGHTS and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \
         search[lora.weight], "w is the one that validated best"
     assert config["train"]["loss"] == "association"
     mlp = load_adapter(DEFAULT_MLP_PATH)
@@ -364,7 +365,7 @@ def test_cross_validation_holds_every_person_out_once_and_pools_their_hits(embed
         assert row["n_queries"] == triggers and all(0 <= row[k] <= 100 for k in (UNTRAINED, MLP, LORA))
         assert result["pooled"][pool]["direct_recall@1"]["n_queries"] == len(lives)
         test = row[f"{LORA} vs {MLP}"]
-        assert 0 < test["p_value"] <= 1 and test["gain"] == round(row[LORA] - row[MLP], 2)
+        assert 0 < test["p_value"] <= 1 and test["gain"] == pytest.approx(row[LORA] - row[MLP], abs=0.011)  # both rounded
     assert "| alone | trigger_recall@10 |" in markdown(result) and "2 distractors / person" in markdown(result)
     with pytest.raises(ValueError, match="Cannot make 10 folds of 8 persons"):
         cross_validate(lives, cache, embedder.model_path, distractors, folds=10)

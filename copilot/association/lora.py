@@ -8,7 +8,7 @@ question a second time, E_θ(q). Memories and chunks stay encoded once by the fr
     score(q, m) = cos(E(q), E(m)) + w·cos(E_θ(q), E(m)).
 
 On disk an adapter is a directory: peft's ``adapter_config.json`` and ``adapter_model.safetensors`` (the
-deltas only: 0.8 MB for the shipped r 16 on ``query``, ``value`` and ``dense`` of layers 4 and 5) and
+deltas only: 5.2 MB for the shipped r 32 on ``query``, ``key``, ``value`` and ``dense`` of all six layers) and
 ``association.json`` (w, the training configuration, the persons held out, the validation history). At load
 time the deltas are merged into the copy's weights (``merge_and_unload``), so the second reading costs exactly
 one plain MiniLM pass.

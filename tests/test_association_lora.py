@@ -298,7 +298,7 @@ def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None
     assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and load_adapter().kind == LORA_KIND
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
-    assert config["kind"] == LORA_KIND and size < 8 * 1024 * 1024 and len(config["test_persons"]) == 94
+    assert config["kind"] == LORA_KIND and size < 5 * 1024 * 1024 and len(config["test_persons"]) == 94
     lora = load_adapter()
     search = {row["weight"]: row for row in config["read_weight_search"]}
     assert lora.weight in READ_WEIGHTS and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \

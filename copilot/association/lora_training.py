@@ -512,4 +512,4 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
 
 
 def save_run(run: LoraRun, path: str | Path, extra: dict | None = None) -> Path:
-    return save_lora(run.model, path, run.weight, run.info | (extra or {}))
+    return save_lora(run.model, path, run.weight, run.info | (extra or {}), float16=True)

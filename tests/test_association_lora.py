@@ -284,6 +284,32 @@ def test_a_training_of_two_members_ships_their_mean_and_records_each(tmp_path: P
                    embedder.model_path, lines)
 
 
+def test_a_refit_without_validation_persons_fits_everyone_and_keeps_the_last_averaged_deltas(
+        tmp_path: Path, embedder: Embedder) -> None:
+    from peft import get_peft_model_state_dict
+
+    from copilot.association.lora_training import train_lora
+
+    lives = [Life(p, f"{p} keeps {thing}.", "state", "later", (f"What about the {thing}, {p}?",),
+                  f"What does {p} keep?") for p in ("ann", "bo", "cy", "di")
+             for thing in ("bees", "a boat")]
+    config = LoraTrainConfig(r=2, alpha=4, targets=("query",), layers=(5,), max_steps=3, eval_every=2,
+                             n_val_persons=0, persons_per_batch=2, read_weight=2.0, lr=1e-2)
+    lines_seen: list[str] = []
+    run = train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), config, embedder.model_path, [],
+                     progress=lines_seen.append)
+    info = run.info
+    assert info["n_fit_persons"] == 3 and info["val_persons"] == [] and run.weight == 2.0
+    assert info["best_step"] == 3 and [row["step"] for row in info["validation"]] == [0, 2, 3]
+    assert all("trigger_r10" not in row for row in info["validation"]) and info["read_weight_search"] == []
+    assert any(line.startswith("step 3:") for line in lines_seen)
+    deltas = [v for k, v in get_peft_model_state_dict(run.model).items() if "lora_B" in k]
+    assert deltas and all(float(v.abs().sum()) > 0 for v in deltas), "three steps moved B away from zero"
+    for bad in (LoraTrainConfig(n_val_persons=0), LoraTrainConfig(n_val_persons=0, read_weight=1.0, members=2)):
+        with pytest.raises(ValueError, match="refit without validation persons"):
+            train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), bad, embedder.model_path, [])
+
+
 def test_distractors_join_each_persons_search() -> None:
     lives = [Life(p, f"{p} statement {i}", ("causal", "state")[i % 2], "later", ("t1", "t2"), "q?")
              for p in ("x", "y") for i in range(2)]

@@ -81,6 +81,9 @@ def cli() -> None:
 @click.option("--members", default=None, type=int,
               help="LoRA: how many LoRAs to fit from their own initialisation and batch order; their mean ships.")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
+@click.option("--lora-val-persons", default=None, type=int,
+              help="LoRA: training persons held back to choose the step and w (default 40); 0: a refit on every "
+                   "training person for --max-steps steps at the fixed --weight.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
                    "the LoRA's validation distractors.")
@@ -91,7 +94,7 @@ def cli() -> None:
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
           lr: float | None, max_steps: int | None, loss: str | None, negatives: str | None, ema: float | None,
-          members: int | None, train_fraction: float, locomo: str,
+          members: int | None, train_fraction: float, lora_val_persons: int | None, locomo: str,
           extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
     _threads()
     started = time.perf_counter()
@@ -109,6 +112,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
         _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
                     dict(seed=seed, weight=weight, read_weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
                          negatives=negatives, ema=ema, members=members, train_fraction=train_fraction,
+                         n_val_persons=lora_val_persons,
                          decontamination_threshold=threshold,
                          targets=tuple(targets.split(",")) if targets else None), split_seed, layers)
         return
@@ -160,8 +164,8 @@ def _train_lora(out: str, lives: list, held_out: list[str], embedder: Embedder, 
     click.echo(f"persons: {i['n_fit_persons']} fitted, {len(i['val_persons'])} validation, "
                f"{len(i['test_persons'])} held out; pairs: {i['n_pairs']} (decontamination dropped "
                f"{i['n_dropped_by_decontamination']})")
-    click.echo(f"kept step {i['best_step']} (best validation Recall@10 with distractors), read-time w {run.weight}; "
-               f"embeddings "
+    kept = "best validation Recall@10 with distractors" if i["val_persons"] else "the last: a refit, no validation"
+    click.echo(f"kept step {i['best_step']} ({kept}), read-time w {run.weight}; embeddings "
                f"{i['encode_s']} s, fitting {i['fit_s']} s, total {time.perf_counter() - started:.1f} s")
     click.echo(f"wrote {path} ({size / 1024:.0f} KiB, {i['n_parameters']:,} LoRA parameters)")
 

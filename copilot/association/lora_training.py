@@ -21,6 +21,10 @@ from fitting, with their statements hidden among distractor lines, and the best 
 and kept is an exponential moving average of the deltas (``ema``), which smooths the step-to-step noise of
 small batches. Training stops after ``patience`` scorings without a gain. The test persons never enter here.
 
+With ``n_val_persons`` 0 nothing is held back: a refit on every training person for ``max_steps`` steps, at a
+fixed read-time w, keeping the last averaged deltas. Its step count and w come from a validated run of the same
+recipe (the validated step scaled to the larger epochs); the test persons still never enter.
+
 ``members`` LoRAs are fitted this way, each from its own initialisation and batch order on the same persons.
 Their mean (:func:`averaged_lora`: the exact mean of their deltas, one LoRA of the summed rank, merged at load
 like any other, so reading costs the same) ships if it validates at least as well as the best member alone;
@@ -68,7 +72,7 @@ class LoraTrainConfig:
     eval_every: int = 25
     patience: int = 8
     seed: int = 0
-    n_val_persons: int = 40
+    n_val_persons: int = 40  # training persons held back to choose the step and w; 0: a refit on all of them
     distractors_per_person: int = DISTRACTORS_PER_PERSON
     max_direct_drop: float = 1.0
     train_fraction: float = 1.0  # share of the fitting persons used (the data-size curve)
@@ -379,12 +383,14 @@ def _fit_member(member: int, data: _Data, cache: EmbeddingCache, config: LoraTra
     rng = random.Random(config.seed + member)
     label = f"member {member} " if config.members > 1 else ""
     history: list[dict] = []
-    best = validation_score(probe, data.val_lives, data.distractors, cache, config) | {"step": 0}
+    validating = bool(data.val_lives)
+    best = validation_score(probe, data.val_lives, data.distractors, cache, config) if validating else {}
+    best |= {"step": 0}
     history.append(best)
     best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
     progress(f"{label}step 0: {best}")
     step, stale, losses = 0, 0, []
-    floor = best["plain_direct_r1"] - config.max_direct_drop
+    floor = best["plain_direct_r1"] - config.max_direct_drop if validating else 0.0
     while step < config.max_steps and stale < config.patience:
         for batch in person_batches(data.fit_lives, cache, config, rng, data.allowed):
             adapted = encode(batch.texts)
@@ -397,7 +403,16 @@ def _fit_member(member: int, data: _Data, cache: EmbeddingCache, config: LoraTra
             losses.append(float(loss.detach()))
             step += 1
             average.update(step)
-            if step % config.eval_every == 0 or step == config.max_steps:
+            if not validating and (step % config.eval_every == 0 or step == config.max_steps):
+                row = {"step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
+                       "s": round(time.perf_counter() - started, 1)}
+                history.append(row)
+                progress(f"{label}step {step}: {row}")
+                if step == config.max_steps:  # no validation: the final (averaged) deltas are kept
+                    with average.applied():
+                        best = row
+                        best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+            elif step % config.eval_every == 0 or step == config.max_steps:
                 with average.applied():
                     row = validation_score(probe, data.val_lives, data.distractors, cache, config) | {
                         "step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
@@ -448,6 +463,8 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
         raise ValueError(f"Unknown LoRA training loss {config.loss!r}: 'summed' or 'association'.")
     if config.members < 1:
         raise ValueError("A LoRA training needs at least one member.")
+    if config.n_val_persons == 0 and (config.read_weight is None or config.members > 1):
+        raise ValueError("A LoRA refit without validation persons needs a fixed read weight (--weight) and one member.")
     started = time.perf_counter()
     held = set(test_persons)
     train_lives = [x for x in lives if x.person not in held]
@@ -478,7 +495,7 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
         return _Probe(model, encode, config.weight)
 
     def score(row: dict) -> tuple[float, float]:
-        return row["trigger_r10"], row["trigger_mrr"]
+        return row.get("trigger_r10", 0.0), row.get("trigger_mrr", 0.0)
 
     best_member = max(range(len(members)), key=lambda i: score(members[i][1]))
     model, shipped, ensemble = members[best_member][0], "member", {}

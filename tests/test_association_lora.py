@@ -294,7 +294,7 @@ def test_a_refit_without_validation_persons_fits_everyone_and_keeps_the_last_ave
                   f"What does {p} keep?") for p in ("ann", "bo", "cy", "di")
              for thing in ("bees", "a boat")]
     config = LoraTrainConfig(r=2, alpha=4, targets=("query",), layers=(5,), max_steps=3, eval_every=2,
-                             n_val_persons=0, persons_per_batch=2, read_weight=2.0, lr=1e-2)
+                             n_val_persons=0, persons_per_batch=2, read_weight=2.0, lr=1e-2, patience=1)
     lines_seen: list[str] = []
     run = train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), config, embedder.model_path, [],
                      progress=lines_seen.append)

@@ -403,27 +403,24 @@ def _fit_member(member: int, data: _Data, cache: EmbeddingCache, config: LoraTra
             losses.append(float(loss.detach()))
             step += 1
             average.update(step)
-            if not validating and (step % config.eval_every == 0 or step == config.max_steps):
-                row = {"step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
-                       "s": round(time.perf_counter() - started, 1)}
-                history.append(row)
-                progress(f"{label}step {step}: {row}")
-                if step == config.max_steps:  # no validation: the final (averaged) deltas are kept
-                    with average.applied():
-                        best = row
-                        best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
-            elif step % config.eval_every == 0 or step == config.max_steps:
+            if step % config.eval_every == 0 or step == config.max_steps:
                 with average.applied():
-                    row = validation_score(probe, data.val_lives, data.distractors, cache, config) | {
+                    scored = validation_score(probe, data.val_lives, data.distractors, cache, config) \
+                        if validating else {}
+                    row = scored | {
                         "step": step, "loss": round(float(np.mean(losses[-config.eval_every:])), 4),
                         "s": round(time.perf_counter() - started, 1)}
                     history.append(row)
                     progress(f"{label}step {step}: {row}")
-                    if row["direct_r1"] >= floor and (row["trigger_r10"], row["trigger_mrr"]) > (
-                            best["trigger_r10"], best["trigger_mrr"]):
+                    if validating:
+                        improved = row["direct_r1"] >= floor and (row["trigger_r10"], row["trigger_mrr"]) > (
+                            best["trigger_r10"], best["trigger_mrr"])
+                    else:  # a refit keeps the last (averaged) deltas
+                        improved = step == config.max_steps
+                    if improved:
                         best, stale = row, 0
                         best_state = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
-                    else:
+                    elif validating:
                         stale += 1
             if step >= config.max_steps or stale >= config.patience:
                 break
@@ -495,9 +492,10 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
         return _Probe(model, encode, config.weight)
 
     def score(row: dict) -> tuple[float, float]:
-        return row.get("trigger_r10", 0.0), row.get("trigger_mrr", 0.0)
+        return row["trigger_r10"], row["trigger_mrr"]
 
-    best_member = max(range(len(members)), key=lambda i: score(members[i][1]))
+    # A refit has one member and no validation figures to compare.
+    best_member = max(range(len(members)), key=lambda i: score(members[i][1])) if len(members) > 1 else 0
     model, shipped, ensemble = members[best_member][0], "member", {}
     if config.members > 1:
         mean = averaged_lora([get_peft_model_state_dict(m) for m, _, _ in members], config, model_path)

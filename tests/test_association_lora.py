@@ -320,15 +320,27 @@ def test_distractors_join_each_persons_search() -> None:
     assert relation_of_queries(lives, queries)[:3] == ["causal"] * 3
 
 
-def test_both_kinds_ship_and_the_default_is_the_one_that_measured_best() -> None:
+def test_both_kinds_ship_and_the_default_is_the_refit_of_the_run_that_validated_best() -> None:
+    """The shipped LoRA refits the validated recipe on every training person, at its kept step and best w."""
     assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and load_adapter().kind == LORA_KIND
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
+    validated = json.loads((DEFAULT_LORA_PATH / "validation_run.json").read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
     assert config["kind"] == LORA_KIND and size < 5 * 1024 * 1024 and len(config["test_persons"]) == 94
+    assert sorted(config["test_persons"]) == sorted(validated["test_persons"]), "the same held-out persons"
     lora = load_adapter()
-    search = {row["weight"]: row for row in config["read_weight_search"]}
+    search = {row["weight"]: row for row in validated["read_weight_search"]}
     assert lora.weight in READ_WEIGHTS and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \
         search[lora.weight], "w is the one that validated best"
+    fitted = validated["n_fit_persons"] + len(validated["val_persons"])
+    assert config["train"]["n_val_persons"] == 0 and config["val_persons"] == [] and config["n_fit_persons"] == fitted
+    per_batch = config["train"]["persons_per_batch"]
+    epochs = validated["best_step"] / math.ceil(validated["n_fit_persons"] / per_batch)
+    assert config["best_step"] == config["train"]["max_steps"] == round(epochs * math.ceil(fitted / per_batch)), \
+        "the refit runs as many epochs as the validated run kept"
+    refit_only = {"max_steps", "n_val_persons", "read_weight", "weight"}
+    assert {k: v for k, v in config["train"].items() if k not in refit_only} == \
+        {k: v for k, v in validated["train"].items() if k not in refit_only}, "the same recipe"
     assert config["train"]["loss"] == "association"
     mlp = load_adapter(DEFAULT_MLP_PATH)
     assert mlp.kind == "residual_mlp"

@@ -284,7 +284,7 @@ def test_a_training_of_two_members_ships_their_mean_and_records_each(tmp_path: P
                    embedder.model_path, lines)
 
 
-def test_a_refit_without_validation_persons_fits_everyone_and_keeps_the_last_averaged_deltas(
+def test_a_refit_fits_everyone_keeps_the_last_averaged_deltas_and_repeats_them_from_its_seed(
         tmp_path: Path, embedder: Embedder) -> None:
     from peft import get_peft_model_state_dict
 
@@ -305,6 +305,11 @@ def test_a_refit_without_validation_persons_fits_everyone_and_keeps_the_last_ave
     assert any(line.startswith("step 3:") for line in lines_seen)
     deltas = [v for k, v in get_peft_model_state_dict(run.model).items() if "lora_B" in k]
     assert deltas and all(float(v.abs().sum()) > 0 for v in deltas), "three steps moved B away from zero"
+    again = get_peft_model_state_dict(train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), config,
+                                                 embedder.model_path, []).model)
+    first = get_peft_model_state_dict(run.model)
+    assert again.keys() == first.keys() and all(torch.equal(again[k], first[k]) for k in first), \
+        "the same seed trains the same deltas"
     for bad in (LoraTrainConfig(n_val_persons=0), LoraTrainConfig(n_val_persons=0, read_weight=1.0, members=2)):
         with pytest.raises(ValueError, match="refit without validation persons"):
             train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), bad, embedder.model_path, [])

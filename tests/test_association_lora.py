@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +27,23 @@ from copilot.association.cli import cli
 from copilot.association.data import Life
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.heldout import pooled_with_distractors, relation_of_queries
-from copilot.association.lora import LORA_KIND, load_base_transformer, load_lora, mean_pooled, save_lora
+from copilot.association.lora import (
+    CONFIG_FILE,
+    LORA_KIND,
+    PEFT_FILES,
+    VALIDATION_FILE,
+    load_base_transformer,
+    load_lora,
+    mean_pooled,
+    save_lora,
+)
 from copilot.association.lora_training import (
     BUCKET,
     READ_WEIGHTS,
     LoraTrainConfig,
     SplitEncoder,
     build_lora_model,
+    refit_config,
     summed_info_nce,
 )
 from copilot.association.report import both_sides
@@ -288,7 +299,7 @@ def test_a_refit_fits_everyone_keeps_the_last_averaged_deltas_and_repeats_them_f
         tmp_path: Path, embedder: Embedder) -> None:
     from peft import get_peft_model_state_dict
 
-    from copilot.association.lora_training import train_lora
+    from copilot.association.lora_training import save_run, train_lora
 
     lives = [Life(p, f"{p} keeps {thing}.", "state", "later", (f"What about the {thing}, {p}?",),
                   f"What does {p} keep?") for p in ("ann", "bo", "cy", "di")
@@ -310,9 +321,46 @@ def test_a_refit_fits_everyone_keeps_the_last_averaged_deltas_and_repeats_them_f
     first = get_peft_model_state_dict(run.model)
     assert again.keys() == first.keys() and all(torch.equal(again[k], first[k]) for k in first), \
         "the same seed trains the same deltas"
+    validated = {"best_step": 2, "val_persons": ["bo"]}
+    path = save_run(run, tmp_path / "refit", validation=validated)
+    assert sorted(p.name for p in path.iterdir()) == sorted([*PEFT_FILES, CONFIG_FILE, VALIDATION_FILE])
+    assert json.loads((path / VALIDATION_FILE).read_text()) == validated and load_lora(path).weight == 2.0
+    assert VALIDATION_FILE not in {p.name for p in save_run(run, path).iterdir()}, "only a refit keeps one"
     for bad in (LoraTrainConfig(n_val_persons=0), LoraTrainConfig(n_val_persons=0, read_weight=1.0, members=2)):
         with pytest.raises(ValueError, match="refit without validation persons"):
             train_lora(lives, ["di"], EmbeddingCache.for_embedder(embedder), bad, embedder.model_path, [])
+
+
+def test_a_refit_is_derived_from_a_validated_record_and_refuses_any_other() -> None:
+    validated = {"kind": LORA_KIND, "val_persons": ["v1", "v2", "v3"], "n_fit_persons": 9, "best_step": 6,
+                 "weight": 1.5, "test_persons": ["t"],
+                 "train": asdict(LoraTrainConfig(r=4, persons_per_batch=4, layers=(4, 5))) | {"targets": ["query"]}}
+    refit = refit_config(validated)
+    # 6 steps of 3 batches an epoch (9 persons, 4 a step) are 2 epochs; 12 persons make 3 batches an epoch.
+    assert (refit.n_val_persons, refit.max_steps, refit.read_weight, refit.weight) == (0, 6, 1.5, 1.5)
+    assert (refit.r, refit.targets, refit.layers, refit.persons_per_batch) == (4, ("query",), (4, 5), 4)
+    longer = refit_config(validated | {"n_fit_persons": 14, "best_step": 8})
+    assert longer.max_steps == 10, "8 steps of 4 batches are 2 epochs; 17 persons make 5 batches an epoch"
+    for bad in ({"val_persons": []}, {"best_step": 0}, {"best_step": [6, 6]}, {"weight": None},
+                {"train": validated["train"] | {"members": 2}},
+                {"train": validated["train"] | {"train_fraction": 0.5}}):
+        with pytest.raises(ValueError, match="validated one-member LoRA run"):
+            refit_config(validated | bad)
+
+
+def test_train_refit_of_takes_the_recipe_of_a_validated_record_only(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["train", "--out", str(tmp_path / "out"), "--refit-of", str(DEFAULT_LORA_PATH / VALIDATION_FILE)]
+    result = runner.invoke(cli, [*base, "--r", "4", "--max-steps", "9"])
+    assert result.exit_code == 2 and "drop --r, --max-steps" in result.output
+    result = runner.invoke(cli, [*base, "--kind", "residual_mlp"])
+    assert result.exit_code == 2 and "drop --kind" in result.output
+    result = runner.invoke(cli, ["train", "--out", str(tmp_path / "out"), "--refit-of", str(DEFAULT_LORA_PATH)])
+    assert result.exit_code == 1 and "validated one-member LoRA run" in result.output, "a refit is not refitted"
+    (tmp_path / "bad.json").write_text("{}")
+    result = runner.invoke(cli, [*base[:3], "--refit-of", str(tmp_path / "bad.json")])
+    assert result.exit_code == 1 and "Cannot refit from" in result.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_distractors_join_each_persons_search() -> None:
@@ -329,7 +377,7 @@ def test_both_kinds_ship_and_the_default_is_the_refit_of_the_run_that_validated_
     """The shipped LoRA refits the validated recipe on every training person, at its kept step and best w."""
     assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and load_adapter().kind == LORA_KIND
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
-    validated = json.loads((DEFAULT_LORA_PATH / "validation_run.json").read_text())
+    validated = json.loads((DEFAULT_LORA_PATH / VALIDATION_FILE).read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
     assert config["kind"] == LORA_KIND and size < 5 * 1024 * 1024 and len(config["test_persons"]) == 94
     assert sorted(config["test_persons"]) == sorted(validated["test_persons"]), "the same held-out persons"
@@ -346,6 +394,7 @@ def test_both_kinds_ship_and_the_default_is_the_refit_of_the_run_that_validated_
     refit_only = {"max_steps", "n_val_persons", "read_weight", "weight"}
     assert {k: v for k, v in config["train"].items() if k not in refit_only} == \
         {k: v for k, v in validated["train"].items() if k not in refit_only}, "the same recipe"
+    assert json.loads(json.dumps(asdict(refit_config(validated)))) == config["train"], "train --refit-of makes it"
     assert config["train"]["loss"] == "association"
     mlp = load_adapter(DEFAULT_MLP_PATH)
     assert mlp.kind == "residual_mlp"

@@ -69,19 +69,21 @@ def _tab(page, name: str) -> None:  # noqa: ANN001
 
 
 def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) -> str:  # noqa: ANN001
-    """Wait until the element's text matches ``pattern`` (a JS regular expression); return the text."""
+    """Wait until the element's text matches ``pattern`` (a JS regular expression); return the text that matched
+    (read in the same check: a later read could catch the element while it re-renders)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(
-            "([sel, pat]) => { const e = document.querySelector(sel); return e && new RegExp(pat).test(e.innerText); }",
+        matched = page.wait_for_function(
+            "([sel, pat]) => { const e = document.querySelector(sel);"
+            " return e && new RegExp(pat).test(e.innerText) ? {text: e.innerText} : null; }",
             arg=[selector, pattern], timeout=timeout)
     except PlaywrightTimeout as exc:
         shown = page.evaluate("s => document.querySelector(s)?.innerText ?? '(no element)'", selector)
         toasts = page.evaluate("() => Array.from(document.querySelectorAll('.toast-body')).map(t => t.innerText)")
         raise AssertionError(f"{selector} never matched /{pattern}/; it shows {shown[-1500:]!r}; "
                              f"notices: {toasts}") from exc
-    return page.locator(selector).inner_text()
+    return matched.json_value()["text"]
 
 
 def _pick(page, selector: str, option: str) -> None:  # noqa: ANN001

@@ -42,8 +42,8 @@ last averaged deltas (the validated run's record: ``default_lora/validation_run.
 Reproduce the shipped adapters, from the repository root::
 
     python -m copilot.association train --kind residual_mlp --weight 1.0 --out copilot/association/default_adapter.npz
-    python -m copilot.association train --out copilot/association/default_lora --lora-val-persons 0 \\
-        --max-steps 714 --weight 3
+    python -m copilot.association train --out copilot/association/default_lora \\
+        --refit-of copilot/association/default_lora/validation_run.json
     python -m copilot.association train --out DIR    # the validated run before it: step 625 of 21 batches, w 3
 
 Figures: ``python -m copilot.association report --baseline copilot/association/default_adapter.npz

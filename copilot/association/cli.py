@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from copilot.association.adapter import load_adapter
 from copilot.association.data import (
@@ -84,6 +85,9 @@ def cli() -> None:
 @click.option("--lora-val-persons", default=None, type=int,
               help="LoRA: training persons held back to choose the step and w (default 40); 0: a refit on every "
                    "training person for --max-steps steps at the fixed --weight.")
+@click.option("--refit-of", default=None, type=click.Path(exists=True),
+              help="LoRA: refit a validated run (its directory or association.json) on every training person: its "
+                   "recipe, as many epochs as its kept step, its w. Takes no other recipe option.")
 @click.option("--locomo", default=str(DEFAULT_LOCOMO), show_default=True,
               help="LoCoMo file whose turns and questions are decontaminated against ('' to skip); its turns are "
                    "the LoRA's validation distractors.")
@@ -94,12 +98,16 @@ def cli() -> None:
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
           lr: float | None, max_steps: int | None, loss: str | None, negatives: str | None, ema: float | None,
-          members: int | None, train_fraction: float, lora_val_persons: int | None, locomo: str,
-          extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
+          members: int | None, train_fraction: float, lora_val_persons: int | None, refit_of: str | None,
+          locomo: str, extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
+    refit = _refit_record(refit_of, kind) if refit_of else None
     _threads()
     started = time.perf_counter()
     lives = load_lives(data)
     _, held_out = split_persons(persons_of(lives), val_persons, split_seed)
+    if refit is not None and sorted(held_out) != sorted(refit.get("test_persons", [])):
+        raise click.ClickException("The run to refit held out other persons: use its --data, --val-persons and "
+                                   "--split-seed.")
     evaluation_texts = [str(r["text"]) for path in extra for r in read_jsonl(path)]
     distractors: list[str] = []
     if locomo and Path(locomo).exists():
@@ -109,7 +117,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
     embedder, cache = _embedding_cache(cache_file)
     command = " ".join(["python -m copilot.association", *sys.argv[1:]])
     if kind == "lora":
-        _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command,
+        _train_lora(out, lives, held_out, embedder, cache, distractors, evaluation_texts, started, command, refit,
                     dict(seed=seed, weight=weight, read_weight=weight, r=rank, lr=lr, max_steps=max_steps, loss=loss,
                          negatives=negatives, ema=ema, members=members, train_fraction=train_fraction,
                          n_val_persons=lora_val_persons,
@@ -147,18 +155,47 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
 
 
+_RECIPE_OPTIONS = ("seed", "weight", "rank", "targets", "layers", "lr", "max_steps", "loss", "negatives", "ema",
+                   "members", "train_fraction", "lora_val_persons", "threshold")
+
+
+def _refit_record(path: str, kind: str) -> dict:
+    """The validated run's record that ``--refit-of`` names; the recipe is its own, so no recipe option may join."""
+    from copilot.association.lora import CONFIG_FILE
+    from copilot.association.lora_training import refit_config
+
+    context = click.get_current_context()
+    given = [param.opts[0] for param in context.command.params if param.name in _RECIPE_OPTIONS
+             and context.get_parameter_source(param.name) is ParameterSource.COMMANDLINE]
+    if kind != "lora" or given:
+        raise click.UsageError(f"--refit-of refits a LoRA with the recipe of its record; drop "
+                               f"{', '.join(given) or '--kind'}.")
+    file = Path(path) / CONFIG_FILE if Path(path).is_dir() else Path(path)
+    try:
+        record = json.loads(file.read_text(encoding="utf-8"))
+        refit_config(record)
+    except KeyError as exc:
+        raise click.ClickException(f"Cannot refit from {file}: it has no {exc}.") from exc
+    except (OSError, ValueError, TypeError) as exc:
+        raise click.ClickException(f"Cannot refit from {file}: {exc}") from exc
+    return record
+
+
 def _train_lora(out: str, lives: list, held_out: list[str], embedder: Embedder, cache: EmbeddingCache,
                 distractors: list[str], evaluation_texts: list[str], started: float, command: str,
-                overrides: dict, split_seed: int, layers: str | None) -> None:
-    from copilot.association.lora_training import LoraTrainConfig, save_run, train_lora
+                refit: dict | None, overrides: dict, split_seed: int, layers: str | None) -> None:
+    from copilot.association.lora_training import LoraTrainConfig, refit_config, save_run, train_lora
 
-    config = LoraTrainConfig(**{k: v for k, v in overrides.items() if v is not None})
-    if layers:
-        config.layers = None if layers == "all" else tuple(int(n) for n in layers.split(","))
+    if refit is not None:
+        config = refit_config(refit)
+    else:
+        config = LoraTrainConfig(**{k: v for k, v in overrides.items() if v is not None})
+        if layers:
+            config.layers = None if layers == "all" else tuple(int(n) for n in layers.split(","))
     run = train_lora(lives, held_out, cache, config, embedder.model_path, distractors, evaluation_texts,
                      progress=lambda line: click.echo("  " + line))
     cache.save()
-    path = save_run(run, out, {"split_seed": split_seed, "command": command})
+    path = save_run(run, out, {"split_seed": split_seed, "command": command}, validation=refit)
     i = run.info
     size = sum(f.stat().st_size for f in Path(path).iterdir())
     click.echo(f"persons: {i['n_fit_persons']} fitted, {len(i['val_persons'])} validation, "

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 LORA_KIND = "lora"
 CONFIG_FILE = "association.json"
+VALIDATION_FILE = "validation_run.json"  # a refit's record of the validated run it came from; loading ignores it
 PEFT_FILES = ("adapter_config.json", "adapter_model.safetensors")
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Merged encoders shared by every adapter of one process that reads the same files onto the same base model
@@ -161,9 +162,11 @@ def half_precision(weights: Path) -> None:
                for name, tensor in tensors.items()}, str(weights), metadata={"format": "pt"})
 
 
-def save_lora(model: Any, path: str | Path, weight: float, config: dict[str, Any], float16: bool = False) -> Path:
+def save_lora(model: Any, path: str | Path, weight: float, config: dict[str, Any], float16: bool = False,
+              validation: dict[str, Any] | None = None) -> Path:
     """Write a trained peft model's deltas and the association configuration into the directory ``path``;
-    ``float16`` stores the deltas at half the size (what ``train`` ships)."""
+    ``float16`` stores the deltas at half the size (what ``train`` ships); ``validation``: a refit's validated
+    run record, kept beside them."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path), safe_serialization=True)
@@ -176,7 +179,9 @@ def save_lora(model: Any, path: str | Path, weight: float, config: dict[str, Any
     peft_config["base_model_name_or_path"] = BASE_MODEL_NAME  # not this machine's path: the base is given at load
     (path / PEFT_FILES[0]).write_text(json.dumps(peft_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     info = dict(config, kind=LORA_KIND, weight=float(weight))
-    (path / CONFIG_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    for name, record in ((CONFIG_FILE, info), (VALIDATION_FILE, validation)):
+        if record is not None:
+            (path / name).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 

@@ -22,8 +22,8 @@ and kept is an exponential moving average of the deltas (``ema``), which smooths
 small batches. Training stops after ``patience`` scorings without a gain. The test persons never enter here.
 
 With ``n_val_persons`` 0 nothing is held back: a refit on every training person for ``max_steps`` steps, at a
-fixed read-time w, keeping the last averaged deltas. Its step count and w come from a validated run of the same
-recipe (the validated step scaled to the larger epochs); the test persons still never enter.
+fixed read-time w, keeping the last averaged deltas. :func:`refit_config` derives it from a validated run's
+record: the same recipe, as many epochs as the kept step, the chosen w; the test persons still never enter.
 
 ``members`` LoRAs are fitted this way, each from its own initialisation and batch order on the same persons.
 Their mean (:func:`averaged_lora`: the exact mean of their deltas, one LoRA of the summed rank, merged at load
@@ -35,11 +35,12 @@ validation persons (README, "Associative recall").
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,25 @@ class LoraTrainConfig:
     members: int = 1  # LoRAs fitted from their own initialisation and batch order; more than 1: their mean ships
     read_weight: float | None = None  # the shipped w; None: chosen on the validation persons (READ_WEIGHTS)
     decontamination_threshold: float = DEFAULT_THRESHOLD
+
+
+def refit_config(validated: dict) -> LoraTrainConfig:
+    """The refit of a validated one-member run, from its ``association.json`` record: the same recipe on every
+    training person (the validation persons join the fitting ones) for as many epochs as the run's kept step, at
+    the w chosen on validation."""
+    train = validated.get("train") or {}
+    step = validated.get("best_step")
+    if not validated.get("val_persons") or not isinstance(step, int) or step < 1 or \
+            train.get("members") != 1 or train.get("train_fraction") != 1.0 or validated.get("weight") is None:
+        raise ValueError("A refit needs the record of a validated one-member LoRA run on all its training persons, "
+                         "with a kept step after 0.")
+    per_batch = train["persons_per_batch"]
+    fitted = validated["n_fit_persons"] + len(validated["val_persons"])
+    epochs = step / math.ceil(validated["n_fit_persons"] / per_batch)
+    recipe = {f.name: tuple(train[f.name]) if isinstance(train.get(f.name), list) else train[f.name]
+              for f in fields(LoraTrainConfig) if f.name in train}
+    return LoraTrainConfig(**recipe | {"n_val_persons": 0, "max_steps": round(epochs * math.ceil(fitted / per_batch)),
+                                       "weight": validated["weight"], "read_weight": validated["weight"]})
 
 
 def seed_everything(seed: int, threads: int = 2) -> None:
@@ -526,5 +546,5 @@ def train_lora(lives: Sequence[Life], test_persons: Sequence[str], cache: Embedd
     return LoraRun(model, weight, info)
 
 
-def save_run(run: LoraRun, path: str | Path, extra: dict | None = None) -> Path:
-    return save_lora(run.model, path, run.weight, run.info | (extra or {}), float16=True)
+def save_run(run: LoraRun, path: str | Path, extra: dict | None = None, validation: dict | None = None) -> Path:
+    return save_lora(run.model, path, run.weight, run.info | (extra or {}), float16=True, validation=validation)

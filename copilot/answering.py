@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import secrets
 import socket
 import threading
@@ -32,13 +33,14 @@ import numpy as np
 from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
+from copilot.evidence import Compressed, SentenceVectors, compress
 from copilot.followups import FollowUp
 from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
-from copilot.thoughts import ThoughtMemory, ThoughtOutcome, ThoughtTaken
-from copilot.types import AnswerSources, Grounding, QueuePosition, RetrievedItem, ThoughtJob
+from copilot.thoughts import _REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
+from copilot.types import AnswerSources, EvidenceQuote, Grounding, QueuePosition, RetrievedItem, ThoughtJob
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +61,22 @@ class AskResult:
     grounding: Grounding | None = None  # each sentence's support in the sources
     conversation_id: int | None = None  # the kept conversation this turn belongs to (the chat's)
     searched_for: str | None = None  # a follow-up's self-contained retrieval query, when it was one
+    declined: bool = False  # the papers in scope do not say: ``answer`` says so, ``draft`` is what the model wrote
+    decline_reason: str = ""
+    evidence: list[EvidenceQuote] = field(default_factory=list)  # the verbatim sentences that support the answer
+    nearest: list[EvidenceQuote] = field(default_factory=list)  # a declined question's nearest passages
+    draft: str = ""  # the model's own text when the answer was declined ("" when the model was not asked)
 
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
         return {
             "query_id": self.query_id,
             "answer": self.answer,
+            "declined": self.declined,
+            "decline_reason": self.decline_reason,
+            "evidence": [e.as_dict() for e in self.evidence],
+            "nearest": [e.as_dict() for e in self.nearest],
+            "draft": self.draft,
             "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
                          "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
                          "confidence": s.confidence, "score": round(s.score, 4), "recalled_by": s.recalled_by,
@@ -76,12 +88,135 @@ class AskResult:
             **checked,
         }
 
+    def to_markdown(self) -> str:
+        """The answer as every view shows it (the chat, ``ask``, a kept conversation and its export): a declined
+        question says the papers in scope do not say and shows the nearest passages; an answer shows its
+        unsupported sentences marked (⚠️) and, under it, the verbatim source sentence of each sentence with its
+        paper, section and page."""
+        if self.declined:
+            lines = "\n".join(f"- {quote_line(q)}" for q in self.nearest)
+            return (f"**{prompts.DECLINE}** ({self.decline_reason}.)"
+                    + (f"\n\n**Nearest passages**\n{lines}" if lines else ""))
+        if self.grounding is None:
+            return self.answer
+        return grounding.markdown(self.answer, self.grounding, where=[item_place(i) for i in self.sources])
 
-def source_text(item: RetrievedItem) -> str:
-    """How one source is shown to the LLM: where it comes from, then its text."""
+
+def source_text(item: RetrievedItem, *, titled: bool = True) -> str:
+    """How one source is shown to the LLM: where it comes from, then its text. ``titled``: name the paper (the
+    first source of each paper does; the others name only their section, which saves a small model's prompt)."""
     if item.kind == "thought":
         return f"(earlier finding) {item.text}"
+    if not titled:
+        return f"({item.section}) {item.text}"
     return f"({item.paper_title or item.paper_id}, {item.section}) {item.text}"
+
+
+def source_texts(items: list[RetrievedItem]) -> list[str]:
+    """The sources as the model reads them: each paper named at its first source only."""
+    seen: set[str | None] = set()
+    out = []
+    for item in items:
+        out.append(source_text(item, titled=item.paper_id not in seen))
+        if item.kind == "chunk":
+            seen.add(item.paper_id)
+    return out
+
+
+def item_place(item: RetrievedItem) -> str:
+    """Where a source stands, in words: its paper, section and page (a thought: an earlier finding)."""
+    if item.kind == "thought":
+        return f"earlier finding #{item.id}"
+    pages = (f"p. {item.page_start}" if item.page_start == item.page_end or item.page_end is None
+             else f"pp. {item.page_start}–{item.page_end}")
+    return f"*{item.paper_title or item.paper_id}*, {item.section or 'body'}, {pages}"
+
+
+def quote_line(quote: EvidenceQuote) -> str:
+    """One quoted source sentence and where it stands."""
+    where = (f"earlier finding #{quote.item_id}" if quote.kind == "thought" else
+             f"*{quote.paper_title or quote.paper_id}*, {quote.section or 'body'}, p. {quote.page}")
+    return f"[{quote.n}] {grounding.quoted(quote.quote)} — {where}"
+
+
+def source_heads(items: list[RetrievedItem]) -> list[str]:
+    """What the model reads of each source beside its text (the paper's title and the section): names an answer
+    may repeat without a source sentence stating them."""
+    return [f"{i.paper_title or ''} {i.section or ''}" for i in items if i.kind == "chunk"]
+
+
+def says_nothing_new(answer: str, question: str) -> bool:
+    """Does ``answer`` only repeat the question's own words ("SPECTER is implemented in [1].")?"""
+    said = grounding.terms(grounding.strip_citations(answer))
+    return not (said - grounding.terms(question))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def unaddressed(question: str, answer: str, quotes: list[str], subjects: list[str] = ()) -> list[str]:
+    """The names the question asks about (acronyms, mixed-case terms, capitalised words: "MeSH", "F1"), beside the
+    papers' own names (``subjects``: their titles), that neither the answer nor its evidence mentions. An answer
+    that leaves one out answers another question ("SPECTER reaches 83.8 MAP on co-view" does not answer "What F1
+    does SPECTER get on MeSH?")."""
+    subject = _squash(" ".join(subjects))
+    asked = {name.removesuffix("'s").removesuffix("’s") for name in grounding.names_in(question)}
+    said = _squash(" ".join([answer, *quotes]))
+    return sorted(n for n in asked if _squash(n) and _squash(n) not in said and _squash(n) not in subject)
+
+
+def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, threshold: float,
+                   question: str = "", subjects: list[str] = ()) -> str:
+    """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
+    sources do not say or only repeated the question, or no sentence of its answer is supported by them."""
+    if unbearing:
+        return "nothing in the papers in scope bears on the question"
+    if not answer or _REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):
+        return "the model found no answer in the sources"
+    if checked is None:
+        return ""
+    if not any(s.supported(threshold) for s in checked.sentences):
+        return "no sentence of the answer is supported by the sources"
+    quotes = [s.quote for s in checked.sentences if s.supported(threshold)]
+    missing = unaddressed(question, answer, quotes, subjects) if question else []
+    if missing:
+        return f"the answer found does not address {', '.join(missing)}"
+    return ""
+
+
+def _quote_at(item: RetrievedItem, n: int, quote: str) -> EvidenceQuote:
+    quote = " ".join(quote.split()).strip(" …")  # the gap marks of a compressed source are not the paper's words
+    return EvidenceQuote(n, quote, item.paper_id, item.page_start, item.section, item.paper_title, item.kind,
+                         item.id)
+
+
+def supporting_quotes(checked: Grounding | None, items: list[RetrievedItem], settings: Settings
+                      ) -> list[EvidenceQuote]:
+    """The verbatim source sentences that support the answer's supported sentences, once each, in answer order."""
+    if checked is None:
+        return []
+    out: list[EvidenceQuote] = []
+    seen: set[tuple[int, str]] = set()
+    for s in checked.sentences:
+        if not s.supported(settings.grounding_threshold) or not s.source_n or not s.quote:
+            continue
+        key = (s.source_n, s.quote)
+        if key not in seen and 1 <= s.source_n <= len(items):
+            seen.add(key)
+            out.append(_quote_at(items[s.source_n - 1], s.source_n, s.quote))
+    return out
+
+
+def nearest_quotes(found: Compressed, checked: Grounding | None, limit: int = 3) -> list[EvidenceQuote]:
+    """A declined question's nearest passages: the first sentence kept of each of the best sources."""
+    out = []
+    for n, item in enumerate(found.items[:limit], start=1):
+        first = grounding.split_sentences(item.text.replace("…", " "))
+        quote = " ".join((first[0] if first else item.text).split())
+        if quote:
+            out.append(_quote_at(item, n, quote))
+    return out
 
 
 def trim_repetition(text: str) -> str | None:
@@ -233,6 +368,7 @@ class Answerer:
         self.embedder = embedder
         self.llm = llm
         self.memory = ThoughtMemory(store, embedder, llm, settings)
+        self.sentence_vectors = SentenceVectors(embedder)
         self._results: dict[int, tuple[AskResult, float]] = {}  # this process's answers whose thought is pending
         self.worker = ThoughtWorker(store, self._write_thought, lease_s=settings.thought_lease_s,
                                     poll_s=settings.thought_poll_s, adopt=adopt_jobs,
@@ -249,19 +385,62 @@ class Answerer:
 
     def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
                  paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,
-                 follow_up: FollowUp | None = None) -> list[RetrievedItem]:
-        """The packed sources for ``question``; ``query_vector`` is its embedding when the caller already has it.
-        A ``follow_up`` (:mod:`copilot.followups`) is searched for by its self-contained query instead."""
+                 follow_up: FollowUp | None = None, whole_chunks: bool = False) -> list[RetrievedItem]:
+        """The sources sent with ``question`` (see :meth:`gather`). ``whole_chunks``: the top-K items packed whole
+        into the budget, as every method of the evaluation packs them (its comparison of memories holds the
+        packing fixed)."""
+        if not whole_chunks:
+            return self.gather(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
+                               paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up).items
         s = self.settings
         text = follow_up.query if follow_up is not None else question
         vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
         candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
+                                      paper_ids=paper_ids, thought_query_vector=self.associative_vector(vector, text),
+                                      query_text=text, **retrieval_options(s))
+        return pack_context(self._thoughts_in_scope(candidates, paper_ids), k=s.top_k,
+                            budget_tokens=s.context_budget_tokens, dedup_threshold=s.dedup_threshold,
+                            count_tokens=self.llm.count_tokens).items
+
+    def gather(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
+               paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,
+               follow_up: FollowUp | None = None) -> Compressed:
+        """The evidence for ``question``: the first ``COPILOT_RETRIEVAL_CANDIDATES`` of a wide hybrid retrieval
+        (near-duplicates skipped, thoughts only when their papers are in scope), compressed to the sentences that
+        bear on it within the context budget (:func:`copilot.evidence.compress`). ``query_vector`` is its embedding
+        when the caller already has it; a ``follow_up`` (:mod:`copilot.followups`) is searched for by its
+        self-contained query instead."""
+        s = self.settings
+        text = follow_up.query if follow_up is not None else question
+        vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
+        k = max(s.top_k, s.retrieval_candidates)
+        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=k, include_thoughts=use_thoughts,
+                                      include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids,
                                       thought_query_vector=self.associative_vector(vector, text),
                                       query_text=text, **retrieval_options(s))
-        return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
-                            dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
+        candidates = self._thoughts_in_scope(candidates, paper_ids)
+        pool = pack_context(candidates, k=s.retrieval_candidates, budget_tokens=10**9,
+                            dedup_threshold=s.dedup_threshold).items
+        return compress(text, vector, pool, self.sentence_vectors, budget_tokens=s.context_budget_tokens,
+                        count_tokens=self.llm.count_tokens, max_sources=s.top_k)
+
+    def _thoughts_in_scope(self, candidates: list[tuple[RetrievedItem, np.ndarray]],
+                           paper_ids: list[str] | None) -> list[tuple[RetrievedItem, np.ndarray]]:
+        """``candidates`` without the thoughts built from papers outside ``paper_ids`` (a question about one paper
+        never hears what was found in another); a library-wide question (``paper_ids`` None) keeps them all."""
+        if paper_ids is None:
+            return candidates
+        scope = set(paper_ids)
+        kept = []
+        for item, vector in candidates:
+            if item.kind == "thought":
+                papers = set(self.store.thoughts.papers_behind(item.id))
+                if not papers or not papers <= scope:
+                    continue
+            kept.append((item, vector))
+        return kept
 
     def ask_stream(self, question: str, *, user_id: str = DEFAULT_USER, use_thoughts: bool = True,
                    write_thought: bool = True, include_public: bool = False,
@@ -282,28 +461,33 @@ class Answerer:
         """
         question = check_question(question, self.settings)
         t0 = time.perf_counter()
-        items = self.retrieve(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
-                              paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up)
+        found = self.gather(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
+                            paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up)
+        items = found.items
         t1 = time.perf_counter()
         yield AnswerSources(items, round(1000 * (t1 - t0), 1))
-        # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
-        messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
-                    {"role": "user",
-                     "content": prompts.answer_user(question, [source_text(i) for i in items], about_user,
-                                                          language=language)}]
         answer = ""
         first_word = None
-        ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
-        try:
-            yield from self._wait_in_line(ticket)
-            t_slot = time.perf_counter()
-            for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
-                                                 temperature=self.settings.temperature, ticket=ticket):
-                if first_word is None and answer.strip():
-                    first_word = time.perf_counter()
-                yield answer
-        finally:
-            self.llm.scheduler.release(ticket)  # also when the caller stops listening while in line
+        t_slot = t1
+        # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
+        unbearing = not items or found.bearing < self.settings.min_bearing
+        if not unbearing:
+            # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
+            messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
+                        {"role": "user",
+                         "content": prompts.answer_user(question, source_texts(items), about_user,
+                                                        language=language)}]
+            ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
+            try:
+                yield from self._wait_in_line(ticket)
+                t_slot = time.perf_counter()
+                for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
+                                                     temperature=self.settings.temperature, ticket=ticket):
+                    if first_word is None and answer.strip():
+                        first_word = time.perf_counter()
+                    yield answer
+            finally:
+                self.llm.scheduler.release(ticket)  # also when the caller stops listening while in line
         answer = answer.strip()
         t2 = time.perf_counter()
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
@@ -312,20 +496,38 @@ class Answerer:
         capped = self.llm.count_tokens(answer) >= self.settings.max_answer_tokens - 1
         try:
             checked: Grounding | None = grounding.check(answer, items, self.embedder,
-                                                        self.settings.grounding_threshold, capped=capped)
+                                                        self.settings.grounding_threshold, capped=capped,
+                                                        heads=source_heads(items), question=question)
         except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
             log.exception("the grounding check of an answer failed")
             checked = None
         timings["grounding_ms"] = round(1000 * (time.perf_counter() - t2), 1)
+        draft = answer
+        reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
+                                [i.paper_title or "" for i in items])
+        if reason:
+            answer = prompts.DECLINE
         query_id = self._record(user_id, question, answer, items, timings, share_thought)
-        result = AskResult(query_id, question, answer, items, timings, grounding=checked,
-                           searched_for=follow_up.query if follow_up else None)
-        if write_thought:
+        result = AskResult(query_id, question, answer, items, timings, grounding=None if reason else checked,
+                           searched_for=follow_up.query if follow_up else None, declined=bool(reason),
+                           decline_reason=reason, draft=draft if reason else "",
+                           evidence=[] if reason else supporting_quotes(checked, items, self.settings),
+                           nearest=nearest_quotes(found, checked) if reason else [])
+        grounded = checked is not None and (checked.grounded or not self.settings.thought_needs_grounding)
+        if not reason and write_thought and grounded:
             self._results[query_id] = (result, t2)
             self.worker.submit(query_id)
         else:
-            result.thought = ThoughtOutcome("dropped", "disabled: thoughts are off for this question")
+            # A declined or unchecked answer states nothing the sources show; an answer with an unsupported
+            # sentence would spread it: no thought is written from either.
+            why = ("disabled: thoughts are off for this question" if not write_thought else
+                   f"declined: {reason}" if reason else
+                   "ungrounded: the answer could not be checked" if checked is None else
+                   ungrounded_reason(checked))
+            result.thought = ThoughtOutcome("dropped", why)
             result.timings["thought_ms"] = 0.0
+            if write_thought:
+                result.timings["thought_lag_ms"] = 0.0
             self._record_outcome(result)
         yield result
 

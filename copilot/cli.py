@@ -148,6 +148,7 @@ def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
 @click.option("--data-dir", default=None, help="Data directory (default: COPILOT_DATA_DIR or ./data).")
 def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: str | None,
         conversation_id: int | None, data_dir: str | None) -> None:
+    from copilot.answering import quote_line
     from copilot.engine import AskResult, Copilot
     from copilot.errors import SHOWN, one_line
     from copilot.limits import check_question
@@ -180,11 +181,19 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
                                                   "searched_for": result.searched_for}, indent=2))
         return
     click.echo("\n")
-    if result.grounding and result.grounding.unsupported:
+    if result.declined:
+        click.echo(result.to_markdown())
+        click.echo()
+    elif result.grounding and result.grounding.unsupported:
         weak = result.grounding.unsupported
         click.echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
         for sentence in weak:
-            click.echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f})")
+            missing = f"; not in the sources: {', '.join(sentence.missing)}" if sentence.missing else ""
+            click.echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{missing})")
+    if result.evidence:
+        click.echo("evidence:")
+        for quote in result.evidence:
+            click.echo(f"  {quote_line(quote)}")
     for source in result.as_dict()["sources"]:
         click.echo(f"[{source['n']}] {source['label']} (score {source['score']:.2f})")
     if result.thought:

@@ -85,7 +85,12 @@ class Settings(BaseSettings):
     context_budget_tokens: int | None = Field(
         None, ge=100, description="Tokens of retrieved context per answer; empty: by backend "
         f"({LOCAL_CONTEXT_BUDGET_TOKENS} for the embedded model, {REMOTE_CONTEXT_BUDGET_TOKENS} for remote ones).")
-    top_k: int = Field(8, ge=1, description="Items packed into one answer's context.")
+    top_k: int = Field(8, ge=1, description="Sources (at most) sent with one answer.")
+    retrieval_candidates: int = Field(30, ge=1, le=200, description="Retrieved items read sentence by sentence for "
+                                      "the sentences that bear on a question (copilot.evidence).")
+    min_bearing: float = Field(0.35, ge=0.0, le=2.0, description="A question whose best source sentence scores "
+                               "below this (cosine + weighted share of its rare terms) is declined without asking "
+                               "the model: nothing in scope bears on it.")
     retrieval: Literal["dense", "lexical", "hybrid"] = Field(
         "hybrid", description="How sources are found: 'dense' = embedding similarity; 'lexical' = the full-text "
         "index (BM25 over the question's words); 'hybrid' = both rankings fused (README, \"Hybrid retrieval\").")
@@ -210,7 +215,11 @@ class Settings(BaseSettings):
         """Prompt size and answer cap the backend can afford, unless set (see the README, "Prompt size")."""
         local = self.resolved_backend() == "local"
         if self.context_budget_tokens is None:
-            self.context_budget_tokens = LOCAL_CONTEXT_BUDGET_TOKENS if local else REMOTE_CONTEXT_BUDGET_TOKENS
+            from copilot.llm.embedded import context_budget  # the embedded model's own, when it is one
+
+            by_model = context_budget(self.llm_model) if local else None
+            self.context_budget_tokens = by_model or (LOCAL_CONTEXT_BUDGET_TOKENS if local else
+                                                      REMOTE_CONTEXT_BUDGET_TOKENS)
         if self.max_answer_tokens is None:
             self.max_answer_tokens = LOCAL_MAX_ANSWER_TOKENS if local else REMOTE_MAX_ANSWER_TOKENS
         return self

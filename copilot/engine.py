@@ -396,11 +396,13 @@ class Copilot(Answerer):
         """Append the answered turn to the conversation (a new one when there is none, or it was deleted
         meanwhile); returns the conversation's id."""
         conversations = self.store.conversations
+        # Kept as the chat showed it: the marks of unsupported sentences, the evidence, or the decline.
+        shown = result.to_markdown()
         if conversation_id is not None and conversations.add_turn(conversation_id, user_id, result.question,
-                                                                  result.answer, result.query_id) is not None:
+                                                                  shown, result.query_id) is not None:
             return conversation_id
         title = title_from(result.question, self.settings.max_conversation_title_chars)
-        return conversations.start(user_id, title, result.question, result.answer, result.query_id)
+        return conversations.start(user_id, title, result.question, shown, result.query_id)
 
     # ----- kept conversations ------------------------------------------------------------------------
 

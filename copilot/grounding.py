@@ -5,15 +5,21 @@ batch; each answer sentence is then scored against each source by two pieces of 
 source's closest sentence, and the share of the sentence's rare terms (content words, numbers and names, weighted
 by their IDF over the source sentences, so a term absent from every source weighs most) that the source contains.
 A logistic curve fitted on ScholarQA-Multi expert answers (``python -m copilot.tools.calibration grounding``)
-turns the two into the support score; the best-supporting source gives ``source_n`` and ``quote``. The answer is
-grounded when every sentence reaches the threshold (``COPILOT_GROUNDING_THRESHOLD``, calibrated by the same
-command).
+turns the two into the support score; the best-supporting source gives ``source_n`` and ``quote``.
+
+A score alone lets a fluent sentence that reuses a passage's words but changes its fact pass ("takes about 10
+minutes and costs $2", stated nowhere). So each sentence's checkable facts (:func:`facts`: every number with its
+unit's scale, every name, acronym and mixed-case term, every acronym expansion and quoted term) must also be found
+in the sources sent with it (:func:`missing_facts`); a sentence with a missing fact is unsupported whatever its
+score. The answer is grounded when every sentence reaches the threshold (``COPILOT_GROUNDING_THRESHOLD``,
+calibrated by the same command) and states no missing fact.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -107,6 +113,209 @@ def terms(text: str) -> set[str]:
     return out
 
 
+# ----- checkable facts -------------------------------------------------------------------------------------
+
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                 "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+                 "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "hundred": 100, "thousand": 1000,
+                 "dozen": 12}
+_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9,
+           "t": 1e12, "trillion": 1e12}
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)\s?(k|m|mn|b|bn|t|thousand|million|billion|trillion)?"
+                     r"(?![\w])", re.IGNORECASE)
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b(?:[\s-]+(thousand|million|billion))?", re.IGNORECASE)
+# A word that names something: an acronym or a mixed-case or digit-bearing term (XAI, SciBERT, nDCG, S2ORC, GPT-3),
+# or a capitalised word inside a sentence (Explainable, Semantic Scholar's Scholar).
+_WORD = re.compile(r"[^\W_](?:[\w'’]|-(?=\w))*")
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{3,80})[\"“”«»]")
+_EXPANSION = re.compile(r"\b([A-Za-z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*)\b,?\s+(?:stands for|is short for|is an acronym for|"
+                        r"is the abbreviation of|is an abbreviation for|means)\s+[\"“]?([^.;,\"”()\[\]]{3,120})",
+                        re.IGNORECASE)
+_EXPANSION_BEFORE = re.compile(r"([A-Za-z][\w -]{3,100}?)\s*\(([A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*s?)\)")
+# Capitalised words that name nothing in particular (a sentence may start with them after a clause or a colon).
+_COMMON_CAPITALS = {"i", "the", "a", "an", "this", "that", "these", "those", "it", "they", "we", "he", "she", "in",
+                    "on", "for", "of", "and", "or", "but", "to", "with", "by", "as", "at", "from", "yes", "no",
+                    "however", "table", "figure", "section", "fig", "eq", "equation", "appendix", "source", "sources",
+                    "note", "also", "there", "their", "its", "our", "answer", "question", "paper", "authors",
+                    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "do", "did", "is",
+                    "are", "was", "were", "be", "can", "could", "should", "would", "will", "may", "might", "must",
+                    "if", "then", "so", "because", "although", "though", "while", "after", "before", "here", "each",
+                    "every", "all", "some", "most", "many", "both", "first", "second", "third", "finally", "overall",
+                    "thus", "therefore", "moreover", "furthermore", "in addition", "based", "according", "using",
+                    "not", "only", "one", "two", "three", "you", "your", "my", "me", "us", "his", "her", "them"}
+
+
+# Units of measure a number may carry; an answer's number with a unit must be stated with that unit in the sources
+# ("81.1M papers" does not state "81.1 gigabytes"). Each spelling maps to one canonical name.
+_UNITS = {
+    **dict.fromkeys(["ms", "millisecond", "milliseconds"], "ms"),
+    **dict.fromkeys(["sec", "secs", "second", "seconds"], "s"),
+    **dict.fromkeys(["min", "mins", "minute", "minutes"], "min"),
+    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], "h"),
+    **dict.fromkeys(["day", "days"], "day"), **dict.fromkeys(["week", "weeks"], "week"),
+    **dict.fromkeys(["month", "months"], "month"),
+    **dict.fromkeys(["kb", "kilobyte", "kilobytes"], "kb"), **dict.fromkeys(["mb", "megabyte", "megabytes"], "mb"),
+    **dict.fromkeys(["gb", "gigabyte", "gigabytes"], "gb"), **dict.fromkeys(["tb", "terabyte", "terabytes"], "tb"),
+    **dict.fromkeys(["byte", "bytes"], "byte"),
+    **dict.fromkeys(["%", "percent", "per cent", "percentage"], "%"),
+    **dict.fromkeys(["usd", "dollar", "dollars", "$"], "$"), **dict.fromkeys(["eur", "euro", "euros", "€"], "€"),
+    **dict.fromkeys(["gpu", "gpus"], "gpu"), **dict.fromkeys(["tpu", "tpus"], "tpu"),
+    **dict.fromkeys(["cpu", "cpus", "core", "cores"], "cpu"),
+    **dict.fromkeys(["token", "tokens"], "token"), **dict.fromkeys(["parameter", "parameters", "params"], "param"),
+    **dict.fromkeys(["layer", "layers"], "layer"), **dict.fromkeys(["epoch", "epochs"], "epoch"),
+}
+_UNIT_AFTER = re.compile(r"\s*(?:[kmbt](?![a-z])|thousand|million|billion|trillion)?\s*(%|\$|€|[a-z]+(?: cent)?)",
+                         re.IGNORECASE)
+
+
+def _unit_after(text: str, end: int) -> str | None:
+    """The unit of measure right after a number ending at ``end`` ("10 hours", "93%", "3.1B tokens"), if any."""
+    match = _UNIT_AFTER.match(text, end)
+    return _UNITS.get(match.group(1).lower()) if match else None
+
+
+def _plain(text: str) -> str:
+    """``text`` as facts are compared: NFKC (ligatures expanded), lower case, dashes as hyphens, one space."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[‐‑‒–—−]", "-", text)
+    return " ".join(text.split())
+
+
+def _values(text: str) -> set:
+    """Every number ``text`` states, as a value: written out ("three million") or in digits, with or without its
+    scale ("37M" and "37 million" are 37,000,000; "37M" also counts as the 37 itself); a number followed by a unit
+    of measure within three words also as (value, unit)."""
+    out: set = set()
+    for match in _NUMBER.finditer(text):
+        raw, scale = match.group(1), (match.group(2) or "").lower()
+        try:
+            value = float(raw.replace(",", ""))
+        except ValueError:
+            continue
+        values = {value, value * _SCALES[scale]} if scale else {value}
+        out |= values
+        units = {_UNITS.get(w) for w in re.findall(r"%|\$|€|[a-z]+", text[match.end():match.end() + 40].lower())[:3]}
+        if text[max(0, match.start() - 1):match.start()] == "$":
+            units.add("$")
+        out |= {(round(v, 6), u) for v in values for u in units if u}
+    for match in _NUMBER_WORD.finditer(text):
+        value = float(_NUMBER_WORDS[match.group(1).lower()])
+        values = {value * _SCALES[match.group(2).lower()]} if match.group(2) else {value}
+        out |= values
+        units = {_UNITS.get(w) for w in re.findall(r"%|[a-z]+", text[match.end():match.end() + 40].lower())[:3]}
+        out |= {(round(v, 6), u) for v in values for u in units if u}
+    return {round(v, 6) if isinstance(v, float) else v for v in out}
+
+
+def _numbers(text: str) -> list[tuple[str, set[float]]]:
+    """The numbers of an answer sentence: (as written with its unit, the values that would confirm it)."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        raw, scale = match.group(1), (match.group(2) or "").lower()
+        try:
+            value = float(raw.replace(",", ""))
+        except ValueError:
+            continue
+        accepted = {round(value * _SCALES[scale], 6)} if scale else {round(value, 6)}
+        if scale:
+            accepted.add(round(value, 6))  # "37M" is confirmed by "37M" (37 and 37e6 both read from it) too
+        unit = _unit_after(text, match.end()) or ("$" if text[max(0, match.start() - 1):match.start()] == "$"
+                                                   else None)
+        written = match.group(0).strip()
+        if unit:
+            written = text[match.start():_UNIT_AFTER.match(text, match.end()).end()].strip() if unit != "$" \
+                else f"${written}"
+            accepted = {(v, unit) for v in accepted}  # type: ignore[misc]
+        found.append((written, accepted))
+    for match in _NUMBER_WORD.finditer(text):
+        value = float(_NUMBER_WORDS[match.group(1).lower()])
+        accepted = {round(value, 6)}
+        if match.group(2):
+            accepted = {round(value * _SCALES[match.group(2).lower()], 6)}
+        unit = _unit_after(text, match.end())
+        written = match.group(0)
+        if unit:
+            written = text[match.start():_UNIT_AFTER.match(text, match.end()).end()]
+            accepted = {(v, unit) for v in accepted}  # type: ignore[misc]
+        found.append((written, accepted))
+    return found
+
+
+def _names(sentence: str) -> list[str]:
+    """The words of ``sentence`` that name something (see :data:`_WORD`): acronyms, mixed-case and digit-bearing
+    terms anywhere, capitalised words after the sentence's first word."""
+    out = []
+    words = list(_WORD.finditer(sentence))
+    for k, match in enumerate(words):
+        word = match.group(0).strip("'’")
+        if len(word) < 2 or word.isdigit() or word.casefold() in _COMMON_CAPITALS:
+            continue
+        inner_capital = any(ch.isupper() for ch in word[1:])
+        has_digit = any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word)
+        starts_sentence = k == 0 or sentence[max(0, match.start() - 2):match.start()].strip() in (":", ".", "-", "•")
+        capitalised = word[0].isupper() and not starts_sentence
+        if inner_capital or has_digit or capitalised:
+            out.append(word)
+    return out
+
+
+def names_in(text: str) -> list[str]:
+    """The names a text mentions (see :func:`_names`), sentence by sentence."""
+    return [name for sentence in split_sentences(text) for name in _names(sentence)]
+
+
+def facts(sentence: str) -> list[tuple[str, str, object]]:
+    """The checkable facts of one answer sentence (citation markers stripped), each as (kind, as written, what
+    confirms it): ``number`` (values), ``name`` (the word), ``expansion`` and ``quote`` (a phrase)."""
+    out: list[tuple[str, str, object]] = [("number", raw, values) for raw, values in _numbers(sentence)]
+    out += [("name", word, word) for word in _names(sentence)]
+    for match in _EXPANSION.finditer(sentence):
+        phrase = match.group(2).strip().rstrip(".")
+        out.append(("expansion", f"{match.group(1)} = {phrase}", phrase))
+    for match in _EXPANSION_BEFORE.finditer(sentence):
+        words = match.group(1).split()
+        acronym = match.group(2).rstrip("s")
+        phrase = " ".join(words[-len(acronym):]) if len(words) >= len(acronym) else match.group(1)
+        out.append(("expansion", f"{acronym} = {phrase}", phrase))
+    out += [("quote", q.strip(), q.strip()) for q in _QUOTED.findall(sentence) if len(q.split()) <= 12]
+    return sorted(out, key=lambda fact: max(sentence.find(fact[1].split(" = ")[0]), 0))  # in the sentence's order
+
+
+class SourceFacts:
+    """What the sources sent with an answer state, read once: their plain text and every number's value."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        plain = " \n ".join(_plain(t or "") for t in texts)
+        self.text = plain
+        # Words joined across a line-end hyphen or a space ("Semantic-Scholar", "pre trained") match either way.
+        self.squashed = re.sub(r"[\s-]+", "", plain)
+        self.values = _values(plain)
+
+    def holds_word(self, word: str) -> bool:
+        plain = _plain(word)
+        forms = {plain, plain.rstrip("s") if len(plain) > 3 else plain, re.sub(r"'s$|’s$", "", plain)}
+        for form in forms:
+            if form and re.search(rf"(?<![\w]){re.escape(form)}", self.text):
+                return True
+        return False
+
+    def holds_phrase(self, phrase: str) -> bool:
+        plain = _plain(phrase)
+        return bool(plain) and (plain in self.text or re.sub(r"[\s-]+", "", plain) in self.squashed)
+
+    def holds(self, kind: str, confirm: object) -> bool:
+        if kind == "number":
+            return bool(self.values & confirm)  # type: ignore[operator]
+        if kind == "name":
+            return self.holds_word(str(confirm))
+        return self.holds_phrase(str(confirm))
+
+
+def missing_facts(sentence: str, sources: SourceFacts) -> list[str]:
+    """The facts of ``sentence`` (citation markers stripped) that no source states, as written in the sentence."""
+    return [raw for kind, raw, confirm in facts(sentence) if not sources.holds(kind, confirm)]
+
+
 def source_sentences(sources: Sequence[str], cap: int = MAX_SOURCE_SENTENCES) -> list[tuple[int, str]]:
     """(source index, sentence) for the sentences of each source worth matching, taken in turn from each source
     so every source is read when the cap is reached; a source with no such sentence counts as one."""
@@ -173,52 +382,71 @@ def support_score(cosine: float | np.ndarray, coverage: float | np.ndarray, *,
 
 
 def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float, *,
-          capped: bool = False) -> Grounding:
+          capped: bool = False, heads: Sequence[str] = (), question: str = "") -> Grounding:
     """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order.
-    ``capped``: the answer stopped at its token cap, so an unfinished last sentence is a fragment, not checked."""
+    ``capped``: the answer stopped at its token cap, so an unfinished last sentence is a fragment, not checked.
+    ``heads``: what the model read of each source beside its text (paper titles, sections), which states facts as a
+    source does; ``question``: what it says (its names, expansions and quoted terms, but not its numbers) may be
+    repeated without a source stating it."""
     spans = [(s, e) for s, e in sentence_spans(answer) if strip_citations(answer[s:e])]
     if capped and len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
         spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
     sentences = [strip_citations(answer[s:e]) for s, e in spans]
     found = evidence(sentences, [item.text for item in items], embedder)
     supports = support_score(found.cosine, found.coverage) if items else np.zeros((len(spans), 0))
+    stated = SourceFacts([item.text for item in items] + list(heads))
+    given = SourceFacts([question])
     out = []
     for i, (start, end) in enumerate(spans):
+        missing = tuple(raw for kind, raw, confirm in facts(sentences[i])
+                        if not stated.holds(kind, confirm) and not (kind != "number" and given.holds(kind, confirm)))
         if supports.shape[1] == 0 or not any(item.text for item in items):
-            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end))
+            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing))
             continue
         j = int(np.argmax(supports[i]))
         out.append(SentenceSupport(answer[start:end], round(float(supports[i, j]), 3), j + 1, found.quotes[i][j],
-                                   start, end))
-    grounded = bool(out) and all(s.support >= threshold for s in out)
+                                   start, end, missing))
+    grounded = bool(out) and all(s.supported(threshold) for s in out)
     return Grounding(out, grounded, threshold)
 
 
-def markdown(answer: str, grounding: Grounding) -> str:
+def markdown(answer: str, grounding: Grounding, where: Sequence[str] = ()) -> str:
     """The answer as the chat shows it: unsupported sentences marked (⚠️) where they stand, then each sentence's
-    supporting quote; an answer none of whose sentences is supported says so plainly first, then shows the
-    closest passages."""
+    supporting quote (``where[n - 1]``: source n's paper, section and page, when given), an unsupported sentence's
+    with the facts no source states; an answer none of whose sentences is supported says so plainly first, then
+    shows the closest passages."""
     if not grounding.sentences:
         return answer
-    weak = [s.support < grounding.threshold for s in grounding.sentences]
+    weak = [not s.supported(grounding.threshold) for s in grounding.sentences]
     marked, cursor = [], 0
     for s, unsupported in zip(grounding.sentences, weak, strict=True):
         marked.append(answer[cursor:s.start] + answer[s.start:s.end] + (" ⚠️" if unsupported else ""))
         cursor = s.end
     body = "".join(marked) + answer[cursor:]
+
+    def place(n: int | None) -> str:
+        return f" — {where[n - 1]}" if n and 0 < n <= len(where) else ""
+
     if all(weak):
         passages = sorted({(s.source_n or 0, s.quote) for s in grounding.sentences if s.quote})
-        listing = "\n".join(f"- [{n}] {_quote(q)}" for n, q in passages)
+        listing = "\n".join(f"- [{n}] {_quote(q)}{place(n)}" for n, q in passages)
         return ("**The sources do not support this answer.** Read it as unchecked.\n\n" + body
                 + ("\n\n**Closest passages**\n" + listing if listing else ""))
     note = (f"\n\n⚠️ {sum(weak)} of {len(weak)} sentences are not supported by the sources." if any(weak) else "")
     numbered = enumerate(zip(grounding.sentences, weak, strict=True), start=1)
-    listing = "\n".join(f"{k}. {'⚠️ ' if unsupported else ''}[{s.source_n}] {_quote(s.quote)} "
-                        f"(support {s.support:.2f})" for k, (s, unsupported) in numbered if s.quote)
+    listing = "\n".join(
+        f"{k}. {'⚠️ ' if unsupported else ''}[{s.source_n}] {_quote(s.quote)} (support {s.support:.2f})"
+        f"{place(s.source_n)}" + (f"; not in the sources: {', '.join(s.missing)}" if s.missing else "")
+        for k, (s, unsupported) in numbered if s.quote)
     return body + note + ("\n\n**Supporting quotes**\n" + listing if listing else "")
+
+
+def quoted(text: str, limit: int = 300) -> str:
+    """A source sentence as an inline quote (see :func:`_quote`)."""
+    return _quote(text, limit)
 
 
 def _quote(text: str, limit: int = 300) -> str:
     """A source sentence as an inline quote, cut to ``limit`` characters."""
-    text = " ".join(text.split())
+    text = " ".join(text.split()).strip(" …")  # a compressed source's gap marks are not the paper's words
     return f"“{text if len(text) <= limit else text[:limit - 1].rstrip() + '…'}”"

@@ -26,11 +26,19 @@ def numbered(sources: list[str]) -> str:
 
 # ----- answering from retrieved sources ---------------------------------------------------------------------
 
+# No fixed refusal line: given one ("If the sources do not contain the answer, say ..."), the Qwen models used it for
+# most look-ups whose answer was in the sources (s2orc-l07: "380.5M" in sources [1] and [4]). Whether an answer is
+# right is the check's to say (copilot.grounding), and an answer it cannot support is declined.
 ANSWER_SYSTEM = (
     "You are a research assistant. Answer the question using the numbered sources. "
-    "Cite the sources you use like [1]. If the sources do not contain the answer, say: "
-    "\"The sources do not say.\""
+    "Cite the sources you use like [1]. Give the exact names and numbers the sources state; if they do not answer "
+    "the question, say so."
 )
+
+
+# What the copilot says when the papers in scope do not answer (nothing bears on the question, or no sentence of the
+# model's answer is supported by its sources); the nearest passages follow it.
+DECLINE = "The papers in scope do not say."
 
 
 def answer_user(question: str, sources: list[str], about_user: str | None = None, *,

@@ -43,8 +43,11 @@ RELEVANCE_SLOPE = 10.4
 RELEVANCE_BIAS = -3.13
 # Answers that only say the sources cannot tell carry no knowledge worth keeping.
 _REFUSAL = re.compile(
-    r"\b(sources? (do|does) not (say|contain|mention|provide)|do(es)? not (say|mention)|(i|we) (do not|don't) know|"
-    r"no information|not (enough|sufficient) information|cannot (be )?(determined|answer(ed)?)|not mentioned)\b",
+    r"\b(sources? (do|does) not (say|contain|mention|provide|answer|state|specify)|"
+    r"do(es)? not (say|mention|answer|state|specify|provide)|don'?t (say|mention|answer|state|specify)|"
+    r"(i|we) (do not|don't) know|no (information|mention|details?)|not (enough|sufficient) information|"
+    r"cannot (be )?(determined|answer(ed)?|found)|(is|are|was|were) not (explicitly |directly |clearly )?"
+    r"(stated|mentioned|specified|provided|given|reported|described|discussed|available)|not mentioned)\b",
     re.IGNORECASE,
 )
 # Conversational filler (a small model sometimes talks about the exchange instead of the subject).
@@ -160,6 +163,11 @@ def ungrounded_reason(grounding: Grounding) -> str:
     """Why an ungrounded answer makes no thought: how many sentences fall short, and the least supported one."""
     if not grounding.sentences:
         return "ungrounded: the answer has no sentence its sources could support"
+    stating = [s for s in grounding.sentences if s.missing]
+    if stating:
+        text = " ".join(stating[0].sentence.split())
+        return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences unsupported "
+                f"({', '.join(stating[0].missing[:3])} in no source: {text[:120]})")
     weakest = min(grounding.sentences, key=lambda s: s.support)
     text = " ".join(weakest.sentence.split())
     return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences below support "
@@ -217,7 +225,7 @@ class ThoughtMemory:
             return (ThoughtOutcome("dropped", "ungrounded: nothing was retrieved, so the answer rests on no source"),
                     None)
         if self.settings.thought_needs_grounding:
-            grounding = grounding or self.ground(answer, items)
+            grounding = grounding or self.ground(answer, items, question)
             if not grounding.grounded:
                 return ThoughtOutcome("dropped", ungrounded_reason(grounding)), None
         try:
@@ -234,17 +242,23 @@ class ThoughtMemory:
             question_vector, answer_vector = self.embedder.encode_documents([question, answer])
             relevance = relevance_probability(float(question_vector @ answer_vector))
             distilled.confidence = combined_confidence(model_confidence, relevance, self.settings.relevance_weight)
-        outcome, plan = self._filter(distilled, answer, items, question_vector)
+        outcome, plan = self._filter(distilled, answer, items, question_vector, question)
         outcome.model_confidence = round(model_confidence, 3)
         outcome.relevance = None if relevance is None else round(relevance, 3)
         outcome.llm_calls = 1
         return outcome, plan
 
-    def ground(self, answer: str, items: list[RetrievedItem]) -> Grounding:
-        """The grounding check of ``answer`` against ``items``; items known only by id (a thought job read back
-        from the database) are read from the store first."""
-        return grounding_check.check(answer, self._with_texts(items), self.embedder,
-                                     self.settings.grounding_threshold)
+    def ground(self, answer: str, items: list[RetrievedItem], question: str = "") -> Grounding:
+        """The grounding check of ``answer`` against ``items`` (and their papers' titles, which the model read too);
+        items known only by id (a thought job read back from the database) are read from the store first."""
+        read = self._with_texts(items)
+        return grounding_check.check(answer, read, self.embedder, self.settings.grounding_threshold,
+                                     heads=self._titles(read), question=question)
+
+    def _titles(self, items: list[RetrievedItem]) -> list[str]:
+        """What the model read of each chunk beside its text: its paper's title and its section."""
+        return sorted({f"{c.paper_title or ''} {c.section or ''}"
+                       for c in self.store.chunks.get_many([i.id for i in items if i.kind == "chunk"])})
 
     def _with_texts(self, items: list[RetrievedItem]) -> list[RetrievedItem]:
         """``items`` with the text of each one that came without it (a source deleted since keeps none)."""
@@ -257,7 +271,7 @@ class ThoughtMemory:
         return [i if i.text else replace(i, text=texts[i.kind].get(i.id) or "") for i in items]
 
     def _filter(self, distilled: Distilled, answer: str, items: list[RetrievedItem],
-                question_vector: np.ndarray | None = None) -> tuple[ThoughtOutcome, tuple | None]:
+                question_vector: np.ndarray | None = None, question: str = "") -> tuple[ThoughtOutcome, tuple | None]:
         """(a drop, None) or (a blank outcome for the annotations, (text, vector, confidence, sources))."""
         text, confidence = distilled.thought, distilled.confidence
         base = {"text": text, "confidence": round(confidence, 3)}
@@ -273,10 +287,24 @@ class ThoughtMemory:
         if question_vector is not None and float(question_vector @ vector) < MIN_THOUGHT_QUESTION_COSINE:
             return ThoughtOutcome("dropped", "off_topic: the thought is not about the question", **base), None
         sources = cited_items(answer, items)
+        # The restatement may add what the answer did not say: its facts must be in the sources too.
+        added = self._unstated(text, items, question) if self.settings.thought_needs_grounding else []
+        if added:
+            return ThoughtOutcome("dropped", f"unsupported: the thought states {', '.join(added[:3])}, which its "
+                                  "sources do not", **base), None
         chunk_vectors = self.store.chunks.vectors([s.id for s in sources if s.kind == "chunk"])
         if len(chunk_vectors) and float(np.max(chunk_vectors @ vector)) > self.settings.restatement_threshold:
             return ThoughtOutcome("dropped", "restatement: the thought only repeats one source chunk", **base), None
         return ThoughtOutcome("added", **base), (text, vector, confidence, sources)
+
+    def _unstated(self, text: str, items: list[RetrievedItem], question: str = "") -> list[str]:
+        """The facts of ``text`` (numbers, names, expansions, quoted terms) that none of ``items`` (nor their
+        papers' titles) states; what the question itself says (but its numbers) may be repeated."""
+        read = self._with_texts(items)
+        stated = grounding_check.SourceFacts([s.text for s in read] + self._titles(read))
+        asked = grounding_check.SourceFacts([question])
+        return [raw for kind, raw, confirm in grounding_check.facts(text)
+                if not stated.holds(kind, confirm) and not (kind != "number" and asked.holds(kind, confirm))]
 
     def _store_thought(self, user_id: str, text: str, vector: np.ndarray, confidence: float,
                        sources: list[RetrievedItem], *, public: bool, annotations: ThoughtOutcome) -> ThoughtOutcome:

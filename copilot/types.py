@@ -77,9 +77,34 @@ class SentenceSupport:
     quote: str  # that source's sentence closest to this one
     start: int = 0
     end: int = 0
+    # The sentence's checkable facts (numbers, names, acronym expansions, quoted terms) that no source sent holds:
+    # a sentence with any is unsupported, whatever its score.
+    missing: tuple[str, ...] = ()
+
+    def supported(self, threshold: float) -> bool:
+        return self.support >= threshold and not self.missing
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sentence": self.sentence, "support": self.support, "source_n": self.source_n, "quote": self.quote}
+        return {"sentence": self.sentence, "support": self.support, "source_n": self.source_n, "quote": self.quote,
+                "missing": list(self.missing)}
+
+
+@dataclass(frozen=True)
+class EvidenceQuote:
+    """A verbatim source sentence that supports an answer sentence: where it stands (paper, section, page)."""
+
+    n: int  # the source's number in the answer's source list
+    quote: str
+    paper_id: str | None
+    page: int | None
+    section: str | None = None
+    paper_title: str | None = None
+    kind: str = "chunk"
+    item_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "quote": self.quote, "paper_id": self.paper_id, "page": self.page,
+                "section": self.section}
 
 
 @dataclass(frozen=True)
@@ -103,8 +128,8 @@ class Grounding:
 
     @property
     def unsupported(self) -> list[SentenceSupport]:
-        """The sentences below the threshold, in answer order."""
-        return [s for s in self.sentences if s.support < self.threshold]
+        """The sentences below the threshold or stating a fact no source holds, in answer order."""
+        return [s for s in self.sentences if not s.supported(self.threshold)]
 
     def as_dict(self) -> dict[str, Any]:
         """What ``ask --json`` adds to an answer: the ``grounding`` list and the ``grounded`` verdict."""

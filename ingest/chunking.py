@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ingest.models import PaperChunk, ParsedPaper
 
 ABSTRACT_SECTION = "Abstract"
+NOTE_SECTIONS = {"footnote": "Footnote", "table": "Table"}  # the section a note's chunks are cited as
 _SENTENCE_END = re.compile(r"[.!?][)\]\"']?\s")
 
 
@@ -81,7 +82,8 @@ def split_spans(tokenizer: Tokenizer, text: str, options: ChunkingOptions) -> li
 
 def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
                 options: ChunkingOptions | None = None) -> list[PaperChunk]:
-    """Every chunk of ``parsed``: the abstract first (offsets into ``parsed.abstract``), then each section.
+    """Every chunk of ``parsed``: the abstract first (offsets into ``parsed.abstract``), then each section, then
+    the footnotes and tables (offsets into each note's text, on its page).
 
     Body chunks' offsets index ``parsed.text``; their pages come from ``parsed.page_offsets``.
     """
@@ -113,4 +115,10 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
                 char_end=abs_end,
                 n_tokens=n,
             ))
+    for note in parsed.notes:
+        for start, end, n in split_spans(tokenizer, note.text, options):
+            if n < options.min_tokens:
+                continue
+            chunks.append(PaperChunk(paper_id, len(chunks), NOTE_SECTIONS.get(note.kind, note.kind.title()),
+                                     note.text[start:end], note.page, note.page, start, end, n))
     return chunks

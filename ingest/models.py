@@ -52,6 +52,16 @@ class Section:
     page_end: int  # 1-based, inclusive
 
 
+@dataclass(frozen=True)
+class Note:
+    """Text a reader finds beside the body's paragraphs: a footnote, or the rows of a table (cells joined by " | ",
+    one row a line). Kept apart from ``ParsedPaper.text``, so the body reads as prose, and chunked on its own."""
+
+    kind: str  # "footnote" or "table"
+    page: int  # 1-based
+    text: str
+
+
 @dataclass
 class ParsedPaper:
     """A PDF turned into clean text with its structure."""
@@ -66,6 +76,7 @@ class ParsedPaper:
     warnings: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)  # from the PDF's metadata, else its first page
     year: str = ""  # e.g. "2020": the PDF's creation date, else the first page; empty when unknown
+    notes: list[Note] = field(default_factory=list)  # footnotes and tables, in page order
 
     def section_text(self, section: Section) -> str:
         return self.text[section.char_start : section.char_end]
@@ -85,7 +96,8 @@ class ParsedPaper:
 class PaperChunk:
     """One retrievable piece of a parsed paper, with exactly where it comes from (for citations).
 
-    The abstract's chunks index ``ParsedPaper.abstract`` (page 1); the others index ``ParsedPaper.text``.
+    The abstract's chunks index ``ParsedPaper.abstract`` (page 1), a note's chunks the note's text (its page);
+    the others index ``ParsedPaper.text``.
     """
 
     paper_id: str

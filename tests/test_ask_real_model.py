@@ -29,19 +29,32 @@ def test_ask_json_with_the_embedded_model(tmp_path: Path, embedded_model: str) -
     assert first.returncode == 0, first.stderr
     record = json.loads(first.stdout)
     assert len(record["answer"].split()) >= 3
+    assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"} and "reason" in record["thought"]
     assert 1 <= record["llm_calls"] <= 2
     assert set(record["timings"]) == {"retrieve_ms", "wait_ms", "first_word_ms", "answer_ms", "grounding_ms",
                                       "thought_ms", "thought_lag_ms"}
-    # Each answer sentence's support in the sources; an unsupported answer makes no thought.
-    assert record["grounding"] and all(set(g) == {"sentence", "support", "source_n", "quote"}
-                                       for g in record["grounding"])
-    assert all(g["sentence"].strip() in record["answer"] for g in record["grounding"])
-    assert record["grounded"] == all(g["support"] >= GROUNDING_THRESHOLD for g in record["grounding"])
-    if not record["grounded"]:
-        assert record["thought"]["outcome"] == "dropped" and record["thought"]["reason"].startswith("ungrounded")
+    # Declined: the decline, the model's draft kept apart, no evidence, no thought.
+    if record["declined"]:
+        assert record["answer"] == "The papers in scope do not say." and record["evidence"] == []
+        assert record["nearest"] and record["thought"]["outcome"] == "dropped"
+        assert record["thought"]["reason"].startswith("declined")
+    # Else each answer sentence's support in the sources, the verbatim evidence of the supported ones; an
+    # unsupported sentence makes no thought.
+    else:
+        assert record["grounding"] and all(set(g) == {"sentence", "support", "source_n", "quote", "missing"}
+                                           for g in record["grounding"])
+        assert all(g["sentence"].strip() in record["answer"] for g in record["grounding"])
+        assert record["grounded"] == all(g["support"] >= GROUNDING_THRESHOLD and not g["missing"]
+                                         for g in record["grounding"])
+        assert record["evidence"] and all(set(e) == {"n", "quote", "paper_id", "page", "section"}
+                                          for e in record["evidence"])
+        assert all(e["paper_id"] == paper_id and isinstance(e["page"], int) for e in record["evidence"])
+        if not record["grounded"]:
+            assert record["thought"]["outcome"] == "dropped"
+            assert record["thought"]["reason"].startswith("ungrounded")
     timings = record["timings"]
     assert timings["retrieve_ms"] <= timings["first_word_ms"] <= timings["retrieve_ms"] + timings["answer_ms"]
     assert timings["thought_lag_ms"] >= timings["thought_ms"]

@@ -39,10 +39,13 @@ def test_a_simulated_user_is_timed_through_the_chat_calls(tmp_path: Path) -> Non
     embedder = get_embedder(settings)
     store = Store(tmp_path / "c.db", tmp_path / "i")
     store.db["papers"].insert({"id": "p1", "title": "SPECTER"})
-    text = "SPECTER learns document embeddings with a triplet loss over the citation graph of scientific papers."
-    store.insert_with_vectors("chunks", [{"paper_id": "p1", "seq": 0, "section": "Method", "text": text,
-                                          "page_start": 1, "page_end": 1, "n_tokens": 20}],
-                              embedder.encode_documents([text]))
+    # A source for each question: a question nothing in scope bears on is declined before the model is asked.
+    texts = ["SPECTER learns document embeddings with a triplet loss over the citation graph of scientific papers.",
+             "S2ORC is a corpus of 81.1M English-language academic papers; it contains full text for 8.1M of them."]
+    store.insert_with_vectors("chunks", [{"paper_id": "p1", "seq": i, "section": "Method", "text": text,
+                                          "page_start": 1, "page_end": 1, "n_tokens": 20}
+                                         for i, text in enumerate(texts)],
+                              embedder.encode_documents(texts))
     llm = ScriptedLLM(answers=["SPECTER uses a triplet loss [1].", "It uses citations [1]."],
                       thoughts=[("thought: SPECTER is trained with a triplet loss on citations.\nanswered: yes\n",
                                  0.9)] * 2)

@@ -34,6 +34,8 @@ QUESTIONS = ["What is the literature graph of Semantic Scholar?",
 GROUNDING_QUESTIONS = ["How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
                        "What are the open problems of the Semantic Scholar literature graph?",
                        "How many annotators does LongEval recommend?"]
+# Asked when no earlier question was declined: the papers say nothing of it.
+DECLINED_QUESTION = "What is the capital of France?"
 # Asked after the first answer: it names no paper, so only the conversation says which one it is about.
 FOLLOW_UP = "And what are its limitations?"
 BIBTEX = ROOT / "tests" / "data" / "zotero_export.bib"
@@ -242,25 +244,31 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     page.locator("#conversations-panel").first.evaluate("e => e.scrollIntoView({block: 'start'})")
     _shot(page, tmp_path, "conversations")
 
-    # Grounding: a sentence the sources do not support is marked where it stands, with the quotes below. A tiny
-    # model writes one within a few answers (about half of its answers have one, see "Grounding" in the README).
+    # Evidence and declines: an answer shows the verbatim source sentence of each supported sentence, with its
+    # paper, section and page; a question the papers do not answer is declined with the nearest passages.
     _tab(page, "Chat")
     bots = page.locator('#chatbot [data-testid="bot"]')
-    for question in GROUNDING_QUESTIONS:
-        if any("⚠️" in text for text in bots.all_inner_texts()):
+    for question in [*GROUNDING_QUESTIONS, DECLINED_QUESTION]:
+        texts = bots.all_inner_texts()
+        if any("Supporting quotes" in t for t in texts) and any("papers in scope do not say" in t for t in texts):
             break
         asked = bots.count()
         box.fill(question)
         box.press("Enter")
         page.wait_for_function(
             """n => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
-                      return b.length > n
-                             && /Supporting quotes|do not support this answer/.test(b[b.length - 1].innerText); }""",
+                      return b.length > n && /Supporting quotes|do not support this answer|papers in scope do not say/
+                             .test(b[b.length - 1].innerText); }""",
             arg=asked, timeout=LLM_WAIT_MS)
-    marked = next((t for t in reversed(bots.all_inner_texts()) if "⚠️" in t), "")
-    assert re.search(r"Supporting quotes|do not support this answer", marked), bots.all_inner_texts()
-    bots.filter(has_text="⚠️").last.evaluate("e => e.scrollIntoView({block: 'start'})")
-    _shot(page, tmp_path, "grounding")
+    texts = bots.all_inner_texts()
+    evidence = next((t for t in reversed(texts) if "Supporting quotes" in t), "")
+    assert re.search(r"“.+” \(support \d\.\d\d\) — .+, p+\. \d+", evidence), texts
+    bots.filter(has_text="Supporting quotes").last.evaluate("e => e.scrollIntoView({block: 'start'})")
+    _shot(page, tmp_path, "evidence")
+    declined = next((t for t in reversed(texts) if "papers in scope do not say" in t), "")
+    assert "Nearest passages" in declined, texts
+    bots.filter(has_text="papers in scope do not say").last.evaluate("e => e.scrollIntoView({block: 'start'})")
+    _shot(page, tmp_path, "declined")
 
     # Write: an abstract for one paper, then related work with references; both download as Markdown.
     _tab(page, "Write")

@@ -24,7 +24,7 @@ def test_doctor_json_all_ok_offline(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"] is True
-    assert set(checks) == {"data_dir", "sqlite", "files", "index", "faiss", "embedder", "llm"}
+    assert set(checks) == {"data_dir", "sqlite", "files", "index", "thoughts", "faiss", "embedder", "llm"}
     assert all(c["ok"] for c in checks.values())
     assert checks["embedder"]["data"]["dimension"] == 384
     assert checks["llm"]["data"]["backend"] == "local"
@@ -45,5 +45,5 @@ def test_doctor_names_the_failed_check(tmp_path: Path) -> None:
     assert any(line.startswith("FAIL data_dir") for line in lines)
     assert any(line.startswith("FAIL llm") and "GGUF model file not found" in line for line in lines)
     assert any(line.startswith("ok   faiss") for line in lines)
-    assert "failed check(s): data_dir, sqlite, files, index, llm" in result.stderr
+    assert "failed check(s): data_dir, sqlite, files, index, thoughts, llm" in result.stderr
     assert result.stderr.startswith(f"error: the database {blocker / 'data' / 'copilot.db'} cannot be opened")

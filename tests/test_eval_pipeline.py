@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 from collections.abc import Iterator
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot import prompts
+from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import get_embedder
 from copilot.eval import list_runs, record_run, self_evolution_points
@@ -57,7 +59,16 @@ class TaskLLM(ScriptedLLM):
         if "[1]" not in user:
             return "I do not know."
         first_source = user.split("[1]", 1)[1].split("[2]", 1)[0]
-        return " ".join(first_source.split()[:40])
+        words = " ".join(first_source.split()[:40])
+        if "Question:" not in user:
+            return words
+        # The product's answers: a source's first sentence as it stands, naming what the question asks about (an
+        # answer that leaves it out is declined).
+        question = user.rsplit("Question:", 1)[-1].strip()
+        body = re.sub(r"^\([^)]*\)\s*", "", " ".join(first_source.split())).strip(" …")
+        sentence = (grounding.split_sentences(body) or [words])[0].rstrip(".")
+        names = grounding.names_in(question)
+        return sentence + (f" ({', '.join(names)})." if names else ".")
 
 
 @pytest.fixture(scope="module")

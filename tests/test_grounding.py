@@ -67,7 +67,7 @@ def test_invented_term_is_unsupported_and_a_faithful_answer_is_grounded(embedder
     assert faithful.sentences[1].quote.startswith("Post-hoc explanation methods such as LIME and SHAP")
     assert all(s.support > invented.sentences[0].support for s in faithful.sentences)
     assert faithful.as_dict() == {"grounding": [
-        {"sentence": s.sentence, "support": s.support, "source_n": s.source_n, "quote": s.quote}
+        {"sentence": s.sentence, "support": s.support, "source_n": s.source_n, "quote": s.quote, "missing": []}
         for s in faithful.sentences], "grounded": True}
     assert faithful.as_dict()["grounding"][0]["sentence"] == "XAI stands for Explainable Artificial Intelligence [1]."
 

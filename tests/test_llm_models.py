@@ -12,8 +12,8 @@ from copilot import prompts
 from copilot.config import Settings
 from copilot.errors import UserError
 from copilot.llm import LLMError, build_llm
-from copilot.llm.embedded import (DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS, assembled, gemma3_path, resolve,
-                                  title_of)
+from copilot.llm.embedded import (DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS, QWEN_PARTS, ChunkedModel, assembled,
+                                  gemma3_path, join_parts, resolve, title_of)
 
 SOURCES = ["(XAI survey, Introduction) Explainable Artificial Intelligence (XAI) explains model predictions."]
 
@@ -27,8 +27,10 @@ def answer_messages(system: str = prompts.ANSWER_SYSTEM) -> list[dict[str, str]]
 
 
 def test_each_embedded_model_names_its_package_licence_and_prompt_form() -> None:
-    assert set(EMBEDDED_MODELS) == {"smollm2-135m", "gemma3-270m"}
+    assert set(EMBEDDED_MODELS) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
     assert DEFAULT_EMBEDDED_MODEL in EMBEDDED_MODELS
+    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
+        assert EMBEDDED_MODELS[name].prompt_form == "chat" and "Apache-2.0" in EMBEDDED_MODELS[name].licence
     assert EMBEDDED_MODELS["smollm2-135m"].prompt_form == "chat", "an instruction model reads its chat template"
     assert EMBEDDED_MODELS["gemma3-270m"].prompt_form == "completion", "a base model has no chat format"
     assert "Gemma Terms of Use" in EMBEDDED_MODELS["gemma3-270m"].licence
@@ -55,7 +57,8 @@ def test_a_gguf_path_is_still_a_model_of_the_users_own(tmp_path: Path) -> None:
 
 def test_an_unknown_name_is_one_line_naming_the_known_ones() -> None:
     with pytest.raises(UserError, match="Unknown embedded model 'llama-70b' in COPILOT_LLM_MODEL; use "
-                                        "smollm2-135m, gemma3-270m or a path to a .gguf file") as info:
+                                        "smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a "
+                                        "path to a .gguf file") as info:
         build_llm(Settings(llm_backend="local", llm_model="llama-70b"))
     assert "\n" not in str(info.value)
 
@@ -116,6 +119,37 @@ def test_gemma_is_assembled_from_its_packages_and_checked(tmp_path: Path) -> Non
             digest.update(block)
     assert digest.hexdigest() == gemma.EXPECTED_SHA256
     assert gemma3_path(tmp_path).stat().st_mtime == path.stat().st_mtime, "the second call writes nothing"
+
+
+def test_qwen_parts_are_joined_in_numeric_order_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    import hashlib
+    import sys
+    import types
+
+    pieces = [b"first-", b"second-", b"third"]
+    for n, piece in enumerate(pieces, start=1):
+        (tmp_path / f"part{n:02d}.bin").write_bytes(piece)
+        module = types.ModuleType(f"fake_parts_part{n}")
+        module.get_part_path = (lambda path=tmp_path / f"part{n:02d}.bin": str(path))
+        monkeypatch.setitem(sys.modules, f"fake_parts_part{n}", module)
+    whole = b"".join(pieces)
+    model = ChunkedModel("fake.gguf", "fake-parts-part{n}", 3, "1.0", len(whole), hashlib.sha256(whole).hexdigest())
+    assert join_parts(model, tmp_path / "fake.gguf").read_bytes() == whole
+    wrong = ChunkedModel("fake.gguf", "fake-parts-part{n}", 3, "1.0", len(whole), "0" * 64)
+    with pytest.raises(LLMError, match="not the pinned file"):
+        join_parts(wrong, tmp_path / "bad.gguf")
+    missing = ChunkedModel("fake.gguf", "fake-parts-part{n}", 4, "1.0", len(whole), "0" * 64)
+    with pytest.raises(LLMError, match="missing fake-parts-part4"):
+        join_parts(missing, tmp_path / "none.gguf")
+
+
+def test_the_shipped_qwen_file_is_the_pinned_one() -> None:
+    """The default-candidate 0.5B model is installed with the app; its joined file has the pinned size and sha256
+    (checked when it was joined; here its size, since hashing 491 MB on every run costs seconds)."""
+    path = resolve("qwen2.5-coder-0.5b").path
+    assert path.stat().st_size == QWEN_PARTS["qwen2.5-coder-0.5b"].size == 491_400_064
+    assert Settings(llm_model="qwen2.5-coder-0.5b").context_budget_tokens == 350
 
 
 # ----- the two prompt forms ----------------------------------------------------------------------------------

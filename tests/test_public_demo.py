@@ -186,7 +186,7 @@ def test_typed_arxiv_ids_are_added_through_the_api_within_the_daily_allowance(de
 # ----- questions and memories ----------------------------------------------------------------------------
 
 
-def test_question_limits_cost_no_model_call_and_keep_nothing(demo) -> None:  # noqa: ANN001
+def test_question_limits_cost_no_model_call_and_keep_nothing(demo, tmp_path: Path) -> None:  # noqa: ANN001
     url, services, llm, _ = demo
     client = Client(url, verbose=False)
     calls = len(llm.calls)
@@ -199,11 +199,13 @@ def test_question_limits_cost_no_model_call_and_keep_nothing(demo) -> None:  # n
     assert len(llm.calls) == calls
     assert _rows(client.predict(api_name="/list_memories")) == []
 
-    # A message whose answer failed keeps no memory either.
+    # A message whose answer failed keeps no memory either. (The guest first adds a paper the question is about: a
+    # question nothing in scope bears on is declined before any model call.)
+    client.predict([_copy(tmp_path, "N18-3011.pdf", "graph.pdf")], api_name="/upload_pdfs")
     llm.broken = True
     try:
         with pytest.raises(Exception, match="unavailable"):
-            client.predict("I am a librarian in Lyon. What is S2ORC?", [], [], False, False, api_name="/chat")
+            client.predict("I am a librarian in Lyon. What is the literature graph?", [], [], False, False, api_name="/chat")
     finally:
         llm.broken = False
     assert _rows(client.predict(api_name="/list_memories")) == []

@@ -140,15 +140,17 @@ def test_grounding_gate_uses_a_given_check_reads_missing_texts_and_can_be_off(st
 
 
 def test_engine_drops_the_thought_of_an_ungrounded_answer(store: Store, embedder: Embedder) -> None:
-    """Through the engine: the answer's one LLM call, no thought call, and the query records why."""
+    """Through the engine: the answer's one LLM call, no thought call, and the query records why. (An answer none of
+    whose sentences is supported is declined, so the thought is dropped as declined.)"""
     llm = ScriptedLLM(answers=[INVENTED], thoughts=[(reply("S2ORC is a corpus of academic papers in English."), 0.9)])
     copilot = Copilot(settings(thought_needs_grounding=True), store, embedder, llm)
     result = copilot.ask("What does S2ORC stand for?", user_id="ada")
     assert copilot.flush(timeout=30)
-    assert result.thought.outcome == "dropped" and result.thought.reason.startswith("ungrounded"), result.thought
+    assert result.thought.outcome == "dropped" and result.thought.reason.startswith("declined: no sentence")
+    assert result.declined and result.draft == INVENTED
     assert len(llm.calls) == 1 and result.as_dict()["llm_calls"] == 1 and llm.thoughts
     record = get_row(store, "queries", result.query_id)
-    assert record["thought_outcome"] == "dropped" and record["thought_reason"].startswith("ungrounded")
+    assert record["thought_outcome"] == "dropped" and record["thought_reason"].startswith("declined")
     assert count_rows(store, "thoughts") == 0
 
 

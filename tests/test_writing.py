@@ -100,7 +100,7 @@ def test_abstract_prompt_never_holds_the_abstract(copilot: Copilot, llm: Scripte
     assert draft.text == "SPECTER embeds papers with a citation-informed Transformer and beats SciBERT."
     assert draft.citations == [] and [s.paper_id for s in draft.sources] == ["2004.07180"]
     assert draft.paper_ids == ["2004.07180"]
-    assert set(draft.timings) == {"select_ms", "draft_ms", "total_ms"}
+    assert set(draft.timings) == {"select_ms", "draft_ms", "total_ms", "grounding_ms"}
 
 
 def test_abstract_keeps_to_the_budget_in_reading_order(tmp_path: Path) -> None:
@@ -162,6 +162,22 @@ def test_synthesis_citations_are_renumbered_and_checked(copilot: Copilot, llm: S
     prompt = prompt_of(llm)
     assert "[1] SPECTER" in prompt and "[2] Construction of the Literature Graph" in prompt
     assert SPECTER_ABSTRACT in prompt, "a synthesis reads each paper's abstract"
+
+
+def test_drafts_mark_unsupported_sentences_and_never_link_what_no_source_holds(copilot: Copilot, llm: ScriptedLLM
+                                                                               ) -> None:
+    llm.answers = ["S2ORC is a corpus of English academic papers [3]. The literature graph was built by NVIDIA in "
+                   "1997 [2]. See https://example.org/invented and doi:10.1234/made.up for details."]
+    draft = draft_synthesis(copilot, ["2004.07180", "graph", "2020.s2orc"], user_id="local")
+    assert "example.org" not in draft.text and "10.1234" not in draft.text
+    assert draft.text.count("(link removed: not in the sources)") == 2
+    assert any("Removed 2 link(s)" in note for note in draft.notes)
+    weak = draft.checked.unsupported
+    assert any("NVIDIA" in s.missing and "1997" in s.missing for s in weak)
+    assert "in 1997 [1]. ⚠️" in draft.to_markdown() or "in 1997 [2]. ⚠️" in draft.to_markdown()
+    shown = draft.as_dict()
+    assert shown["grounded"] is False and any("NVIDIA" in u["missing"] for u in shown["unsupported"])
+    assert not any("S2ORC is a corpus" in u["sentence"] for u in shown["unsupported"]), "a supported one is clean"
 
 
 def test_list_labels_are_dropped_and_named_papers_cited(copilot: Copilot, llm: ScriptedLLM) -> None:

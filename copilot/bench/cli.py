@@ -153,6 +153,44 @@ def lookup(methods: str, as_json: bool) -> None:
         print(markdown(rows, about))
 
 
+@bench.command(help="Question answering on the papers of tests/data/qa: right, shown with evidence, or declined (see "
+               "copilot/bench/qa.py).")
+@click.option("--model", "models_", default="", help="Embedded model names or GGUF paths, comma-separated "
+              "(default: the embedded default).")
+@click.option("--passes", type=click.IntRange(min=1, max=3), default=2, show_default=True,
+              help="Times the questions are asked; each later pass uses the thoughts the earlier ones kept.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Ask only the first N questions.")
+@click.option("--kinds", default="lookup,broad,unanswerable", show_default=True, help="Kinds of question asked.")
+@click.option("--paper", "papers", multiple=True, help="Only the questions about this paper (a file stem); repeatable.")
+@click.option("--details", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every question's answer and grade here (JSON lines).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the first pass's figures, the "
+              "later passes under 'passes'.")
+def qa(models_: str, passes: int, limit: int | None, kinds: str, papers: tuple[str, ...], details: Path | None,
+       as_json: bool) -> None:
+    from copilot.bench import qa as bench_qa
+    from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    wanted = [k.strip() for k in kinds.split(",") if k.strip()]
+    if not wanted or any(k not in bench_qa.KINDS for k in wanted):
+        raise click.BadParameter(f"choose from {', '.join(bench_qa.KINDS)}", param_hint="--kinds")
+    settings = Settings()
+    apply_offline_defaults(settings)
+    rows = []
+    for model in [m.strip() for m in models_.split(",") if m.strip()] or [settings.llm_model or DEFAULT_EMBEDDED_MODEL]:
+        target = details.with_name(f"{details.stem}.{Path(model).stem}{details.suffix}") if details and "," in models_ \
+            else details
+        found = bench_qa.bench(model, log, passes=passes, limit=limit, kinds=wanted, papers=papers, details=target)
+        if as_json:
+            print(json.dumps({k: found[0][k] for k in bench_qa.JSON_KEYS} | {"passes": found}), flush=True)
+        rows += found
+    if not as_json:
+        print(bench_qa.markdown(rows))
+
+
 @bench.command(help="Every embedded model through the same paths, and the default chosen (see "
                "copilot/bench/models.py).")
 @click.option("--quick", is_flag=True, help="8 lookup questions with answers of up to 64 tokens, 8 calibration pairs, "

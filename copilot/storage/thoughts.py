@@ -158,6 +158,16 @@ class ThoughtRepository:
             self._store.meta_changed("thoughts", ids)
         return flagged
 
+    def flag(self, thought_ids: Sequence[int]) -> int:
+        """Flag these thoughts (they fail a check: never retrieved again, kept for the record); returns how many."""
+        if not thought_ids:
+            return 0
+        ids = [int(t) for t in thought_ids]
+        with self._store.transaction() as conn:
+            flagged = conn.execute(f"UPDATE thoughts SET flagged = 1 WHERE id IN ({marks(ids)})", ids).rowcount
+            self._store.meta_changed("thoughts", ids)
+        return flagged
+
     def delete(self, thought_id: int) -> bool:
         """Delete a thought with its vector and every provenance edge from or to it."""
         with self._store.transaction() as conn:

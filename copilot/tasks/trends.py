@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from copilot import prompts
+from copilot.grounding import SourceFacts, missing_facts
 from copilot.storage import Store
 from copilot.storage.fulltext import STOP_WORDS
 from copilot.tasks.profile import persona_for_prompt
 from copilot.tasks.writing.citations import CITATION_MARKER, citation_from_paper, citation_numbers, cite_mentions
+from copilot.tasks.writing.drafts import unlink
 from copilot.tasks.writing.generation import generate
 from copilot.tasks.writing.model import Citation, DraftError
 from copilot.tasks.writing.sources import body_chunks, truncate_tokens
@@ -58,6 +60,7 @@ class Idea:
     text: str
     paper_ids: list[str]
     cited: bool = True  # False: the idea cited nothing, and ``paper_ids`` are the papers it was based on
+    missing: list[str] = field(default_factory=list)  # names and numbers it states that none of the papers does
 
 
 @dataclass
@@ -86,7 +89,8 @@ class Trends:
         for i, idea in enumerate(self.ideas, start=1):
             refs = ", ".join(f"[{number[p]}]" for p in idea.paper_ids if p in number)
             how = f"cites {refs}" if idea.cited else f"based on {refs}"
-            lines.append(f"{i}. {idea.text} ({how})")
+            warn = f" ⚠️ (not in the papers: {', '.join(idea.missing)})" if idea.missing else ""
+            lines.append(f"{i}. {idea.text} ({how}){warn}")
         parts.append("\n".join(lines) or "(the model suggested none)")
         parts += ["## Papers", "\n".join(f"[{p['n']}] {p['reference']}" for p in self.papers)]
         if self.notes:
@@ -303,12 +307,18 @@ def trends_and_ideas(copilot: Copilot, *, user_id: str, persona: str | None, pap
     reply, calls = generate(copilot, prompts.IDEAS_SYSTEM, prompts.ideas_user(persona, shown, keywords),
                             max_tokens=IDEAS_MAX_TOKENS, shots=[prompts.IDEAS_SHOT])
     citations = [citation_from_paper(n, p) for n, p in enumerate(papers, start=1)]
-    ideas = parse_ideas(reply, citations)
+    ideas = parse_ideas(unlink(reply, shown)[0], citations)
+    # An idea is new by nature, but the names and numbers it builds on must be the papers' own.
+    stated = SourceFacts([*shown, *(c.title for c in citations), persona or "", *keywords])
+    for idea in ideas:
+        idea.missing = missing_facts(idea.text, stated)
     timings["ideas_ms"] = round(1000 * (time.perf_counter() - t1), 1)
     timings["total_ms"] = round(1000 * (time.perf_counter() - start), 1)
     notes = []
     if len(ideas) < 3:
         notes.append(f"The model suggested {len(ideas)} usable idea(s); a larger model suggests more.")
+    if any(i.missing for i in ideas):
+        notes.append("Ideas marked ⚠️ name something (a dataset, a method, a number) that none of the papers states.")
     if any(not i.cited for i in ideas):
         notes.append("Ideas that cite no paper (by number or name) are shown as based on all the papers above.")
     return Trends(keywords, ideas, [_paper_entry(c, p) for c, p in zip(citations, papers, strict=True)], calls, timings,

@@ -33,6 +33,7 @@ from copilot.llm import get_llm
 
 if TYPE_CHECKING:
     from copilot.library import Library
+    from copilot.storage import Store
 
 
 @dataclass
@@ -128,6 +129,7 @@ def _library(settings: Settings) -> Library | None:
     """The data directory's library without models, or None when its database cannot be used (``sqlite`` says
     why)."""
     from copilot.library import Library
+    from copilot.storage import Store
     from copilot.storage import StorageError
 
     try:
@@ -177,6 +179,46 @@ def check_files(settings: Settings, repair: bool = False) -> CheckResult:
                        "`python -m copilot doctor --repair` removes them", data)
 
 
+def unsupported_thoughts(store: Store) -> list[tuple[int, list[str]]]:
+    """The unflagged thoughts that state a fact (a number, a name, an acronym expansion, a quoted term) none of
+    the chunks and thoughts they were built from states: (thought id, the missing facts). Thoughts written before
+    answers were checked for facts may hold such errors; no model is loaded for this."""
+    from copilot.grounding import SourceFacts, missing_facts
+
+    out = []
+    for thought in store.thoughts.list(None):
+        if thought.flagged:
+            continue
+        edges = store.thoughts.sources(thought.id)
+        chunks = [c.text for c in store.chunks.get_many([e.id for e in edges if e.kind == "chunk"])]
+        thoughts = [t.text for t in store.thoughts.get_many([e.id for e in edges if e.kind == "thought"])]
+        titles = [c.paper_title or "" for c in store.chunks.get_many([e.id for e in edges if e.kind == "chunk"])]
+        missing = missing_facts(thought.text, SourceFacts([*chunks, *thoughts, *titles]))
+        if missing:
+            out.append((thought.id, missing))
+    return out
+
+
+def check_thoughts(settings: Settings, repair: bool = False) -> CheckResult:
+    """Every thought's facts against its sources; ``repair`` flags the thoughts that fail (never retrieved again)."""
+    from copilot.storage import Store, StorageError
+
+    try:
+        store = Store.open(settings)
+    except StorageError:
+        return CheckResult("thoughts", False, "not checked: the database cannot be used")
+    with store:
+        failing = unsupported_thoughts(store)
+        flagged = store.thoughts.flag([t for t, _ in failing]) if repair and failing else 0
+    data = {"unsupported": [{"id": t, "missing": m} for t, m in failing], "flagged": flagged}
+    if not failing:
+        return CheckResult("thoughts", True, "every thought's facts are in its sources", data)
+    if repair:
+        return CheckResult("thoughts", True, f"flagged {flagged} thoughts whose facts are not in their sources", data)
+    return CheckResult("thoughts", False, f"{len(failing)} thoughts state facts their sources do not: "
+                       "`python -m copilot doctor --repair` flags them", data)
+
+
 def check_postgresql(settings: Settings) -> CheckResult:
     """The database ``COPILOT_DATABASE_URL`` names: reachable, migrated, its server and pgvector versions, and
     every stored vector searchable (named by host, never by the URL, which may hold a password)."""
@@ -197,7 +239,7 @@ def check_postgresql(settings: Settings) -> CheckResult:
 
 
 # The checks that can also mend what they find.
-REPAIRS = {check_index, check_files}
+REPAIRS = {check_index, check_files, check_thoughts}
 
 
 def checks_for(settings: Settings) -> list[Callable[..., CheckResult]]:
@@ -206,7 +248,7 @@ def checks_for(settings: Settings) -> list[Callable[..., CheckResult]]:
     reports a URL whose scheme no backend serves."""
     storage = ([check_sqlite, check_files, check_index] if settings.storage_backend == "sqlite"
                else [check_postgresql])
-    return [check_data_dir, *storage, check_faiss, check_embedder, check_llm]
+    return [check_data_dir, *storage, check_thoughts, check_faiss, check_embedder, check_llm]
 
 
 def run_checks(settings: Settings, checks: list[Callable[..., CheckResult]] | None = None, *,

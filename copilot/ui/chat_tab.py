@@ -7,7 +7,6 @@ from typing import Any
 
 import gradio as gr
 
-from copilot import grounding
 from copilot.conversations import reference_line
 from copilot.engine import AskResult
 from copilot.limits import check_question
@@ -143,7 +142,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
             yield "", shown, rows, None, note, conversation
         assert result is not None
-        checked = grounding.markdown(result.answer, result.grounding) if result.grounding else result.answer
+        checked = result.to_markdown()
         shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}
         yield "", shown, rows, result.query_id, "Thought: being written in the background…", result.conversation_id
 

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.models import ParsedPaper, Section
+from ingest.models import Note, ParsedPaper, Section
 from ingest.pdf.front import authors_from_first_page, authors_from_metadata, year_of
 from ingest.pdf.margins import _body_size, _remove_running_lines
-from ingest.pdf.page import _Block, _Line, _Page
+from ingest.pdf.page import _Block, _Line, _Page, table_rows
 from ingest.pdf.text import _TextBuilder, _ends_sentence, _is_caption, _reading_order, _starts_paragraph, _vocabulary
 from ingest.references import RefLine, split_references
 from ingest.sections import Heading, HeadingDetector, first_level_size, known_kind
@@ -74,6 +74,9 @@ class _Assembler:
     pending_captions: list[_Block] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
     front_lines: list[str] | None = None  # the first page's lines before the abstract (names, affiliations)
+    notes: list[Note] = field(default_factory=list)  # footnotes and tables beside the body
+    _noted: set[int] = field(default_factory=set)  # blocks already kept as notes
+    _note_texts: set[str] = field(default_factory=set)
 
     def run(self) -> ParsedPaper:
         self.body_size = _body_size(self.pages)
@@ -91,6 +94,8 @@ class _Assembler:
         title_lines = _find_title(self.pages, self.body_size)
         self.title_ids = {id(line) for line in title_lines}
         for page in self.pages:
+            self.notes += [Note("table", page.number + 1, text) for text in page.tables
+                           if text not in self._note_texts and not self._note_texts.add(text)]
             ordered = _reading_order(page)
             captions = [b for b in ordered if _is_caption(b)]
             for block in [b for b in ordered if not _is_caption(b)] + captions:
@@ -176,7 +181,8 @@ class _Assembler:
             self.ref_lines.append(RefLine(line.text, line.x0, line.y0, line.y1, line.page, column))
             return
         if block.size < 0.85 * self.body_size or block.is_debris:
-            return  # footnotes, table cells, figure labels
+            self._note(block)  # footnotes and table rows are kept apart; figure labels go
+            return
         new_paragraph = _starts_paragraph(self.prev, self.prev_block, line, block, self.body_size)
         if new_paragraph:
             self._flush_captions()
@@ -184,6 +190,26 @@ class _Assembler:
             self.sections.append(_SectionStart(Heading(UNTITLED_SECTION, (), 1, "section"), 0))
         self.body.add(line.text, line.page, new_paragraph=new_paragraph)
         self.prev, self.prev_block = line, block
+
+    def _note(self, block: _Block) -> None:
+        """Keep a block left out of the body as a note, once: a footnote (small text with real words) or the rows
+        of a table that has no rules (mostly numbers); figure labels and other short debris are dropped."""
+        if id(block) in self._noted:
+            return
+        self._noted.add(id(block))
+        text = ""
+        for line in block.lines:  # a word hyphenated across a line end is joined again
+            joined = text.endswith("-") and text[-2:-1].isalpha() and line.text[:1].islower()
+            text = text[:-1] + line.text if joined else f"{text} {line.text}".strip()
+        if len(text) < 12 or not re.search(r"[A-Za-z]{3,}", text):
+            return
+        if text in self._note_texts:  # the same note again (a repeated marker or footer): kept once
+            return
+        self._note_texts.add(text)
+        if block.is_debris:
+            self.notes.append(Note("table", block.page + 1, table_rows(block.lines)))
+        else:
+            self.notes.append(Note("footnote", block.page + 1, text))
 
     def _abstract_line(self, line: _Line, block: _Block) -> None:
         """A line of the abstract; text smaller than the abstract's own font is a footnote under it."""
@@ -325,6 +351,7 @@ class _Assembler:
             authors=(authors_from_metadata(self.metadata.get("author"))
                      or authors_from_first_page(self.front_lines or [])),
             year=year_of(self.metadata, self._first_page_text()),
+            notes=sorted(self.notes, key=lambda n: n.page),
         )
 
     def _first_page_text(self) -> str:

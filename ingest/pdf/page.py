@@ -9,7 +9,7 @@ import functools
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymupdf
 
@@ -105,6 +105,7 @@ class _Page:
     blocks: list[_Block]
     n_letters: int = 0  # letters and digits on the page
     has_images: bool = False  # only looked up for pages without text: a scanned page
+    tables: list[str] = field(default_factory=list)  # each table zone's text: one row a line, cells " | "
 
 
 def _read_page(page: pymupdf.Page) -> _Page:
@@ -114,14 +115,36 @@ def _read_page(page: pymupdf.Page) -> _Page:
     prose = [_Block(lines, page.number) for lines in raw_blocks if _is_justified(lines)]
     zones = _table_zones(page, captions, prose)
     blocks: list[_Block] = []
+    cells: list[list[_Line]] = [[] for _ in zones]
     for lines in raw_blocks:
         if zones:
-            lines = [line for line in lines if not _in_zone(line, zones)]
+            for line in lines:
+                zone = _zone_of(line, zones)
+                if zone is not None:
+                    cells[zone].append(line)
+            lines = [line for line in lines if _zone_of(line, zones) is None]
         if lines:
             blocks.append(_Block(lines, page.number))
     n_letters = sum(sum(map(str.isalnum, line.text)) for block in blocks for line in block.lines)
     has_images = n_letters < 20 and bool(page.get_images(full=False))
-    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images)
+    tables = [text for text in (table_rows(zone_lines) for zone_lines in cells) if text]
+    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, tables)
+
+
+def table_rows(lines: list[_Line]) -> str:
+    """A table's lines as rows: lines whose vertical centres are within half a line of each other form one row,
+    read left to right with " | " between cells; one row a line."""
+    rows: list[list[_Line]] = []
+    for line in sorted(lines, key=lambda ln: ((ln.y0 + ln.y1) / 2, ln.x0)):
+        centre = (line.y0 + line.y1) / 2
+        if rows:
+            last = rows[-1]
+            last_centre = sum((x.y0 + x.y1) / 2 for x in last) / len(last)
+            if abs(centre - last_centre) <= 0.5 * max(line.y1 - line.y0, 1.0):
+                last.append(line)
+                continue
+        rows.append([line])
+    return "\n".join(" | ".join(x.text for x in sorted(row, key=lambda ln: ln.x0)) for row in rows).strip()
 
 
 def _is_justified(lines: list[_Line]) -> bool:
@@ -187,8 +210,13 @@ def _table_zones(page: pymupdf.Page, captions: list[_Line], prose: list[_Block])
 
 
 def _in_zone(line: _Line, zones: list[pymupdf.Rect]) -> bool:
+    return _zone_of(line, zones) is not None
+
+
+def _zone_of(line: _Line, zones: list[pymupdf.Rect]) -> int | None:
+    """The index of the table zone holding ``line``'s centre, or None."""
     cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
-    return any(z.x0 <= cx <= z.x1 and z.y0 <= cy <= z.y1 for z in zones)
+    return next((k for k, z in enumerate(zones) if z.x0 <= cx <= z.x1 and z.y0 <= cy <= z.y1), None)
 
 
 def _clean(text: str) -> str:

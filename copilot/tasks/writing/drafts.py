@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from copilot import prompts
+from copilot import grounding, prompts
 from copilot.tasks.writing.citations import citation_from_paper, cite_mentions, resolve_citations, year_of
 from copilot.tasks.writing.generation import generate
 from copilot.tasks.writing.model import Citation, Draft, DraftError, OnText
@@ -22,7 +22,7 @@ from copilot.tasks.writing.sources import (
     truncate_tokens,
     visible_paper,
 )
-from copilot.types import Paper
+from copilot.types import Paper, RetrievedItem
 
 if TYPE_CHECKING:
     from copilot.engine import Copilot
@@ -40,8 +40,14 @@ def _ms(start: float) -> float:
 
 
 def _finish(kind: str, title: str, reply: str, calls: int, sources: list[Citation], timings: dict[str, float],
-            notes: list[str], *, cite: bool = True) -> Draft:
-    """Build the draft: citations checked against the sources, and honest notes when they do not add up."""
+            notes: list[str], *, cite: bool = True, copilot: Copilot | None = None, texts: Sequence[str] = ()
+            ) -> Draft:
+    """Build the draft: citations checked against the sources, links the sources do not hold unlinked, every
+    sentence checked against the texts the model was given (``texts``, with ``copilot``'s embedder), and honest
+    notes when they do not add up."""
+    reply, unlinked = unlink(reply, texts)
+    if unlinked:
+        notes.append(f"Removed {unlinked} link(s) that none of the sources holds.")
     if cite:
         # A number opening a line is the model copying the numbered source list: a label, often the wrong one.
         reply = re.sub(r"^[ \t]*\[\d{1,2}\][ \t]*", "", reply, flags=re.MULTILINE)
@@ -56,8 +62,38 @@ def _finish(kind: str, title: str, reply: str, calls: int, sources: list[Citatio
         text, cited, _ = resolve_citations(reply, [])  # an abstract of one paper cites nothing
     if not text:
         notes.append("The model wrote nothing usable; try again or configure a larger model.")
+    checked = None
+    if copilot is not None and text and texts:
+        items = [RetrievedItem("chunk", n, t, 0.0) for n, t in enumerate(texts, start=1)]
+        t_check = time.perf_counter()
+        checked = grounding.check(text, items, copilot.embedder, copilot.settings.grounding_threshold,
+                                  heads=[s.title for s in sources])
+        timings["grounding_ms"] = _ms(t_check)
+        if checked.unsupported:
+            notes.append(f"{len(checked.unsupported)} of {len(checked.sentences)} sentences (marked ⚠️) are not "
+                         "supported by the sources.")
     return Draft(kind=kind, text=text, citations=cited, timings=timings, llm_calls=calls,
-                 paper_ids=[s.paper_id for s in sources], sources=sources, notes=notes, title=title)
+                 paper_ids=[s.paper_id for s in sources], sources=sources, notes=notes, title=title, checked=checked)
+
+
+_LINK = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]|\bdoi:\s*10\.\d{4,9}/\S+[^\s.,;:)]"
+                   r"|\b10\.\d{4,9}/[^\s<>()]+[^\s<>().,;:]", re.IGNORECASE)
+
+
+def unlink(text: str, sources: Sequence[str]) -> tuple[str, int]:
+    """``text`` with every URL and DOI that none of ``sources`` holds removed (an invented link is never shown),
+    and how many were removed."""
+    held = " ".join(sources).casefold()
+    removed = 0
+
+    def drop(match: re.Match) -> str:
+        nonlocal removed
+        if match.group(0).casefold() in held:
+            return match.group(0)
+        removed += 1
+        return "(link removed: not in the sources)"
+
+    return _LINK.sub(drop, text), removed
 
 
 def draft_abstract(copilot: Copilot, paper_id: str, *, user_id: str, on_text: OnText | None = None) -> Draft:
@@ -88,7 +124,8 @@ def draft_abstract(copilot: Copilot, paper_id: str, *, user_id: str, on_text: On
                             on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
-    return _finish("abstract", title, reply, calls, [citation_from_paper(1, paper)], timings, [], cite=False)
+    return _finish("abstract", title, reply, calls, [citation_from_paper(1, paper)], timings, [], cite=False,
+                   copilot=copilot, texts=[c.text for c in excerpts])
 
 
 def _paper_summary(copilot: Copilot, paper: Paper, budget: int) -> str:
@@ -133,7 +170,8 @@ def draft_synthesis(copilot: Copilot, paper_ids: list[str], *, user_id: str,
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
     title = "; ".join(s.title for s in sources)
-    return _finish("synthesis", title if len(title) <= 120 else title[:117] + "…", reply, calls, sources, timings, [])
+    return _finish("synthesis", title if len(title) <= 120 else title[:117] + "…", reply, calls, sources, timings, [],
+                   copilot=copilot, texts=texts)
 
 
 def draft_related_work(copilot: Copilot, title: str, abstract: str, *, user_id: str,
@@ -190,4 +228,4 @@ def draft_related_work(copilot: Copilot, title: str, abstract: str, *, user_id: 
                             on_text=on_text)
     timings["draft_ms"] = _ms(t1)
     timings["total_ms"] = _ms(start)
-    return _finish("related", title, reply, calls, sources, timings, notes)
+    return _finish("related", title, reply, calls, sources, timings, notes, copilot=copilot, texts=texts)

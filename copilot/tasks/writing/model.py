@@ -9,6 +9,7 @@ from typing import Any
 
 from copilot.errors import UserError
 from copilot.tasks.writing.bibtex import bibtex_entries
+from copilot.types import Grounding
 
 OnText = Callable[[str], None]  # receives the draft text as it grows
 
@@ -59,6 +60,18 @@ class Draft:
     sources: list[Citation] = field(default_factory=list)  # the same papers, numbered as in the prompt
     notes: list[str] = field(default_factory=list)  # what the reader should know (arXiv failed, nothing cited)
     title: str = ""
+    checked: Grounding | None = None  # each sentence's support in the texts the model was given
+
+    def marked_text(self) -> str:
+        """The text with each sentence the sources do not support marked ⚠️ where it stands."""
+        if self.checked is None:
+            return self.text
+        out, cursor = [], 0
+        for s in self.checked.sentences:
+            weak = not s.supported(self.checked.threshold)
+            out.append(self.text[cursor:s.end] + (" ⚠️" if weak else ""))
+            cursor = s.end
+        return "".join(out) + self.text[cursor:]
 
     def references_markdown(self) -> str:
         """The cited papers as ``[n]`` lines; when nothing is cited, the papers used, as bullets."""
@@ -72,7 +85,7 @@ class Draft:
 
     def to_markdown(self) -> str:
         heading = {"abstract": "Abstract", "synthesis": "Synthesis", "related": "Related Work"}.get(self.kind, "Draft")
-        parts = [f"# {heading}: {self.title}" if self.title else f"# {heading}", self.text.strip()]
+        parts = [f"# {heading}: {self.title}" if self.title else f"# {heading}", self.marked_text().strip()]
         if self.citations:
             parts += ["## References", self.references_markdown()]
         elif self.sources:
@@ -94,6 +107,9 @@ class Draft:
             "bibtex": self.bibtex(),
             "paper_ids": self.paper_ids,
             "notes": self.notes,
+            "grounded": bool(self.checked and self.checked.grounded),
+            "unsupported": [{"sentence": s.sentence, "support": s.support, "missing": list(s.missing),
+                             "closest": s.quote} for s in (self.checked.unsupported if self.checked else [])],
             "timings": self.timings,
             "llm_calls": self.llm_calls,
         }

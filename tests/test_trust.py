@@ -1,0 +1,282 @@
+"""Answers a researcher can trust: the evidence that reaches the model, the check of facts, the decline, the evidence
+shown, and thoughts that stay with the papers they came from (scripted LLM, real embedder, real store)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from copilot import grounding
+from copilot.config import Settings
+from copilot.embeddings import Embedder, get_embedder
+from copilot.engine import Copilot
+from copilot.evidence import SentenceVectors, compress
+from copilot.grounding import SourceFacts, facts, missing_facts
+from copilot.storage import Store
+from copilot.types import Paper, RetrievedItem
+from tests.conftest import get_row
+from tests.scripted_llm import ScriptedLLM
+
+XAI = ("Deep learning models are often criticised as black boxes. Explainable artificial intelligence (XAI) is a "
+       "branch of AI which addresses the lack of interpretability in such models. Several XAI methods exist for "
+       "molecular property prediction.")
+FILLER = [
+    "Molecular property prediction has a long history in chemistry. Graph neural networks are popular for it. "
+    "Descriptors such as fingerprints remain strong baselines.",
+    "We review counterfactual explanations and attribution methods. Counterfactuals show the smallest change to a "
+    "molecule that flips a prediction. Attribution methods assign importance to atoms.",
+    "The benchmark contains 12 datasets with 37M molecules in all. Training took ten hours on 4 GPUs. "
+    "Results are reported as the mean of three runs.",
+]
+OTHER = ("SPECTER learns document embeddings with a triplet loss over the citation graph of scientific papers. "
+         "Its training data holds 146K query papers.")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return get_embedder(Settings())
+
+
+@pytest.fixture
+def store(open_store, embedder: Embedder) -> Store:  # noqa: ANN001 - on each backend
+    s = open_store()
+    s.papers.add(Paper("xai", title="XAI for chemistry"))
+    s.papers.add(Paper("specter", title="SPECTER"))
+    texts = [(p, t) for p, t in [("xai", f) for f in FILLER] + [("xai", XAI), ("specter", OTHER)]]
+    vectors = embedder.encode_documents([t for _, t in texts])
+    s.insert_with_vectors("chunks", [{"paper_id": p, "seq": i, "section": "Body", "text": t, "page_start": i + 1,
+                                      "page_end": i + 1, "n_tokens": len(t.split())}
+                                     for i, (p, t) in enumerate(texts)], vectors)
+    return s
+
+
+def settings(**kw) -> Settings:  # noqa: ANN003
+    return Settings(**({"min_confidence": 0.3, "relevance_weight": 0.0, "llm_backend": "local"} | kw))
+
+
+def reply(thought: str, answered: str = "yes") -> str:
+    return f"thought: {thought}\nanswered: {answered}\n"
+
+
+# ----- evidence: the sentences that bear on the question ------------------------------------------------------
+
+def _items(store: Store) -> list[RetrievedItem]:
+    rows = store.conn.execute("SELECT id, paper_id, text FROM chunks ORDER BY id").fetchall()
+    return [RetrievedItem("chunk", r[0], r[2], 0.5, paper_id=r[1], section="Body", page_start=1, page_end=1)
+            for r in rows]
+
+
+def test_compression_sends_the_sentence_that_answers_within_the_budget(store: Store, embedder: Embedder) -> None:
+    items = _items(store)
+    question = "What does XAI stand for?"
+    # The answering chunk is ranked last of five: packing whole chunks into 40 tokens would never send it.
+    found = compress(question, embedder.encode_query(question), items, SentenceVectors(embedder), budget_tokens=40,
+                     count_tokens=lambda text: len(text.split()))
+    sent = " ".join(i.text for i in found.items)
+    assert "Explainable artificial intelligence (XAI)" in sent
+    assert found.tokens <= 40 and sum(len(i.text.replace("…", "").split()) for i in found.items) <= 40
+    assert any(i.paper_id == "xai" and "(XAI)" in i.text for i in found.items)
+    # Every kept sentence is verbatim from its chunk (gaps marked), so it can be quoted as evidence.
+    originals = {i.id: i.text for i in items}
+    for item in found.items:
+        for piece in item.text.split("…"):
+            assert " ".join(piece.split()) in " ".join(originals[item.id].split())
+
+
+def test_compression_prefers_sentences_with_numbers_for_a_quantity(store: Store, embedder: Embedder) -> None:
+    question = "How many molecules are in the benchmark?"
+    found = compress(question, embedder.encode_query(question), _items(store), SentenceVectors(embedder),
+                     budget_tokens=14, count_tokens=lambda text: len(text.split()))
+    assert "37M molecules" in " ".join(i.text for i in found.items)
+
+
+def test_overlapping_chunks_never_send_a_sentence_twice(embedder: Embedder) -> None:
+    shared = "The corpus holds 81.1M papers."
+    a = RetrievedItem("chunk", 1, f"S2ORC is a corpus. {shared}", 0.5, paper_id="p")
+    b = RetrievedItem("chunk", 2, f"{shared} It is released under a CC BY-NC licence.", 0.5, paper_id="p")
+    question = "How many papers does the corpus hold?"
+    found = compress(question, embedder.encode_query(question), [a, b], SentenceVectors(embedder),
+                     budget_tokens=100, count_tokens=lambda text: len(text.split()))
+    assert " ".join(i.text for i in found.items).count(shared) == 1
+
+
+# ----- the check of facts -------------------------------------------------------------------------------------
+
+SOURCE = SourceFacts([XAI, *FILLER])
+
+
+@pytest.mark.parametrize("sentence", [
+    "XAI stands for Explainable Artificial Intelligence.",
+    "The benchmark has 37 million molecules [3].",
+    "Training took 10 hours on four GPUs.",
+    "XAI addresses the lack of interpretability.",
+])
+def test_a_sentence_whose_facts_the_sources_state_passes(sentence: str) -> None:
+    assert missing_facts(grounding.strip_citations(sentence), SOURCE) == []
+
+
+@pytest.mark.parametrize("sentence, missing", [
+    ("XAI stands for Explanatory and Inferential AI.", "Explanatory"),  # a changed expansion
+    ("The benchmark has 36 million molecules.", "36 million"),  # a changed number
+    ("Training took ten hours on 4 GPUs and cost about $2.", "$2"),  # a number stated nowhere
+    ("Training took ten hours on NVIDIA V100 GPUs.", "V100"),  # a name stated nowhere
+    ('The authors call this "contrastive relevance".', "contrastive relevance"),  # a quoted term stated nowhere
+])
+def test_a_fluent_sentence_with_one_fact_swapped_is_caught(sentence: str, missing: str) -> None:
+    assert missing in missing_facts(sentence, SOURCE)
+
+
+def test_facts_read_numbers_names_expansions_and_quotes() -> None:
+    kinds = {kind for kind, _, _ in facts('XAI stands for "explainable AI", per Gunning, with 12 datasets.')}
+    assert kinds == {"number", "name", "expansion", "quote"}
+
+
+def test_a_swapped_fact_makes_a_well_scored_sentence_unsupported(embedder: Embedder) -> None:
+    items = [RetrievedItem("chunk", 1, XAI, 0.5, paper_id="xai")]
+    right = grounding.check("XAI stands for Explainable Artificial Intelligence [1].", items, embedder, 0.2)
+    wrong = grounding.check("XAI stands for Explanatory and Inferential Artificial Intelligence [1].", items,
+                            embedder, 0.2)
+    assert right.grounded and right.sentences[0].missing == ()
+    assert not wrong.grounded and "Explanatory" in wrong.sentences[0].missing
+    assert wrong.sentences[0].quote.startswith("Explainable artificial intelligence (XAI)"), "the closest sentence"
+
+
+# ----- the answer: evidence shown, or declined ---------------------------------------------------------------
+
+def test_a_supported_answer_carries_its_evidence(store: Store, embedder: Embedder) -> None:
+    llm = ScriptedLLM(answers=["XAI stands for Explainable Artificial Intelligence [1]."],
+                      thoughts=[(reply("XAI stands for explainable artificial intelligence, a branch of AI that "
+                                       "addresses interpretability."), 0.8)])
+    copilot = Copilot(settings(), store, embedder, llm)
+    result = copilot.ask("What does XAI stand for?", user_id="ada", paper_ids=["xai"])
+    assert not result.declined and result.grounding.grounded
+    quote = result.evidence[0]
+    assert "Explainable artificial intelligence (XAI)" in quote.quote and quote.paper_id == "xai"
+    assert quote.page == 4 and quote.n == 1
+    shown = result.as_dict()
+    assert shown["declined"] is False and shown["evidence"][0]["page"] == 4
+    assert set(shown["evidence"][0]) >= {"n", "quote", "paper_id", "page"}
+    view = result.to_markdown()
+    assert "Supporting quotes" in view and "*XAI for chemistry*, Body, p. 4" in view and "⚠️" not in view
+    assert copilot.flush(timeout=30) and result.thought.outcome == "added"
+
+
+def test_an_answer_with_no_supported_sentence_is_declined_and_writes_no_thought(store: Store, embedder: Embedder
+                                                                                 ) -> None:
+    llm = ScriptedLLM(answers=["XAI stands for Explanatory and Inferential AI [1]."])
+    copilot = Copilot(settings(), store, embedder, llm)
+    result = copilot.ask("What does XAI stand for?", user_id="ada", paper_ids=["xai"])
+    assert result.declined and result.answer == "The papers in scope do not say."
+    assert result.draft.startswith("XAI stands for Explanatory") and result.evidence == []
+    assert result.nearest and all(q.paper_id == "xai" for q in result.nearest)
+    assert result.thought.outcome == "dropped" and result.thought.reason.startswith("declined")
+    assert len(llm.calls) == 1, "no thought call is made"
+    assert get_row(store, "queries", result.query_id)["thought_outcome"] == "dropped"
+    view = result.to_markdown()
+    assert view.startswith("**The papers in scope do not say.**") and "Nearest passages" in view
+
+
+def test_the_model_saying_the_sources_do_not_say_is_a_decline(store: Store, embedder: Embedder) -> None:
+    copilot = Copilot(settings(), store, embedder, ScriptedLLM(answers=["The sources do not say."]))
+    result = copilot.ask("Which GPU model did the authors train on?", user_id="ada", paper_ids=["xai"])
+    assert result.declined and result.as_dict()["declined"] is True
+
+
+def test_a_question_nothing_bears_on_is_declined_without_asking_the_model(store: Store, embedder: Embedder) -> None:
+    llm = ScriptedLLM(answers=["Paris is the capital of France."])
+    copilot = Copilot(settings(min_bearing=0.6), store, embedder, llm)
+    result = copilot.ask("What is the capital of France?", user_id="ada", paper_ids=["xai"])
+    assert result.declined and llm.calls == [] and result.draft == ""
+    assert "bears on" in result.decline_reason
+
+
+def test_an_unsupported_sentence_is_marked_beside_a_supported_one(store: Store, embedder: Embedder) -> None:
+    answer = "XAI stands for Explainable Artificial Intelligence [1]. It was invented by NVIDIA in 1997."
+    copilot = Copilot(settings(), store, embedder, ScriptedLLM(answers=[answer]))
+    result = copilot.ask("What does XAI stand for?", user_id="ada", paper_ids=["xai"], write_thought=False)
+    assert not result.declined and not result.grounding.grounded
+    weak = result.grounding.unsupported
+    assert len(weak) == 1 and "NVIDIA" in weak[0].missing and "1997" in weak[0].missing
+    view = result.to_markdown()
+    assert "in 1997. ⚠️" in view and "not in the sources: NVIDIA, 1997" in view
+
+
+# ----- thoughts stay with their papers -------------------------------------------------------------------------
+
+def test_a_thought_is_recalled_only_where_its_papers_are_in_scope(store: Store, embedder: Embedder) -> None:
+    llm = ScriptedLLM(answers=["SPECTER uses a triplet loss over the citation graph [1]."],
+                      thoughts=[(reply("SPECTER needs no labelled data, since the citations between papers give "
+                                       "its training signal."), 0.9)])
+    copilot = Copilot(settings(), store, embedder, llm)
+    first = copilot.ask("How is SPECTER trained?", user_id="ada", paper_ids=["specter"])
+    assert copilot.flush(timeout=30) and first.thought.outcome == "added"
+    thought_id = first.thought.thought_id
+    assert store.thoughts.papers_behind(thought_id) == ["specter"]
+
+    def recalled(paper_ids: list[str] | None) -> bool:
+        vector = embedder.encode_query("Does SPECTER need labelled data?")
+        return any(i.kind == "thought" and i.id == thought_id
+                   for i in copilot.gather("Does SPECTER need labelled data?", user_id="ada",
+                                           paper_ids=paper_ids, query_vector=vector).items)
+
+    assert recalled(None), "a library-wide question may use it"
+    assert recalled(["specter", "xai"]), "so may a question whose scope holds its paper"
+    assert not recalled(["xai"]), "a question about another paper may not"
+
+
+def test_reopened_and_exported_conversations_keep_marks_and_evidence(store: Store, embedder: Embedder) -> None:
+    answer = "XAI stands for Explainable Artificial Intelligence [1]. It was invented by NVIDIA in 1997."
+    copilot = Copilot(settings(), store, embedder, ScriptedLLM(answers=[answer, "The sources do not say."]))
+    result = None
+    for update in copilot.chat_stream("ada", "What does XAI stand for?", paper_ids=["xai"], write_thought=False):
+        result = update
+    for update in copilot.chat_stream("ada", "Which GPU did they use?", paper_ids=["xai"], write_thought=False,
+                                      conversation_id=result.conversation_id):
+        pass
+    conversation, turns = copilot.open_conversation(result.conversation_id, "ada")
+    assert "in 1997. ⚠️" in turns[0]["answer"] and "Supporting quotes" in turns[0]["answer"]
+    assert turns[1]["answer"].startswith("**The papers in scope do not say.**")
+    _, exported = copilot.export_conversation(result.conversation_id, "ada")
+    assert "not in the sources: NVIDIA, 1997" in exported and "Nearest passages" in exported
+
+
+def test_sentence_vectors_are_reused_for_a_chunk_seen_before(embedder: Embedder) -> None:
+    calls = []
+
+    class Counting:
+        dimension = embedder.dimension
+
+        def encode_documents(self, texts: list[str]) -> np.ndarray:
+            calls.append(len(texts))
+            return embedder.encode_documents(texts)
+
+    cache = SentenceVectors(Counting())
+    groups = [["One sentence here.", "Another one there."]]
+    first = cache.vectors([("chunk", 7)], groups)[0]
+    again = cache.vectors([("chunk", 7)], groups)[0]
+    assert calls == [2] and np.array_equal(first, again)
+
+
+def test_doctor_flags_existing_thoughts_whose_facts_their_sources_do_not_state(tmp_path, embedder: Embedder) -> None:  # noqa: ANN001
+    from copilot.tools import doctor
+    from copilot.types import ThoughtSource
+
+    configured = Settings(data_dir=tmp_path / "data", llm_backend="local")
+    with Store.open(configured) as s:
+        s.papers.add(Paper("xai", title="XAI for chemistry"))
+        s.insert_with_vectors("chunks", [{"paper_id": "xai", "seq": 0, "section": "Body", "text": XAI, "page_start": 1,
+                                          "page_end": 1, "n_tokens": 40}], embedder.encode_documents([XAI]))
+        chunk_id = s.conn.execute("SELECT id FROM chunks").fetchone()[0]
+        texts = ["XAI stands for explainable artificial intelligence, which addresses interpretability.",
+                 "XAI stands for Explanatory and Inferential AI, introduced in 2019."]
+        ids = [s.thoughts.add(user_id="ada", text=t, confidence=0.9, depth=1, public=False, vector=v,
+                              sources=[ThoughtSource("chunk", chunk_id)])
+               for t, v in zip(texts, embedder.encode_documents(texts), strict=True)]
+    found = doctor.check_thoughts(configured)
+    assert not found.ok and [u["id"] for u in found.data["unsupported"]] == [ids[1]]
+    assert set(found.data["unsupported"][0]["missing"]) >= {"Explanatory", "2019"}
+    repaired = doctor.check_thoughts(configured, repair=True)
+    assert repaired.ok and repaired.data["flagged"] == 1
+    with Store.open(configured) as s:
+        assert s.thoughts.get(ids[1]).flagged and not s.thoughts.get(ids[0]).flagged
+    assert doctor.check_thoughts(configured).ok, "a flagged thought is not reported again"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -181,17 +181,22 @@ def _plain(text: str) -> str:
     return " ".join(text.split())
 
 
+def _digits(text: str) -> Iterator[tuple[re.Match, float, str]]:
+    """(match, value, scale word or letter) for each number ``text`` writes in digits."""
+    for match in _NUMBER.finditer(text):
+        try:
+            value = float(match.group(1).replace(",", ""))
+        except ValueError:
+            continue
+        yield match, value, (match.group(2) or "").lower()
+
+
 def _values(text: str) -> set:
     """Every number ``text`` states, as a value: written out ("three million") or in digits, with or without its
     scale ("37M" and "37 million" are 37,000,000; "37M" also counts as the 37 itself); a number followed by a unit
     of measure within three words also as (value, unit)."""
     out: set = set()
-    for match in _NUMBER.finditer(text):
-        raw, scale = match.group(1), (match.group(2) or "").lower()
-        try:
-            value = float(raw.replace(",", ""))
-        except ValueError:
-            continue
+    for match, value, scale in _digits(text):
         values = {value, value * _SCALES[scale]} if scale else {value}
         out |= values
         units = {_UNITS.get(w) for w in re.findall(r"%|\$|€|[a-z]+", text[match.end():match.end() + 40].lower())[:3]}
@@ -210,12 +215,7 @@ def _values(text: str) -> set:
 def _numbers(text: str) -> list[tuple[str, set[float]]]:
     """The numbers of an answer sentence: (as written with its unit, the values that would confirm it)."""
     found = []
-    for match in _NUMBER.finditer(text):
-        raw, scale = match.group(1), (match.group(2) or "").lower()
-        try:
-            value = float(raw.replace(",", ""))
-        except ValueError:
-            continue
+    for match, value, scale in _digits(text):
         accepted = {round(value * _SCALES[scale], 6)} if scale else {round(value, 6)}
         if scale:
             accepted.add(round(value, 6))  # "37M" is confirmed by "37M" (37 and 37e6 both read from it) too

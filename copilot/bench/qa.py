@@ -141,7 +141,7 @@ def grade(question: Question, result: Any, first_word_s: float | None, total_s: 
     elif question.kind == "broad" and question.key_points and not result.declined:
         out.coverage = sum(holds(result.answer, p) for p in question.key_points) / len(question.key_points)
     out.thought_grounded = bool(result.grounding is not None and result.grounding.grounded and not result.declined)
-    out.extra = {"decline_reason": result.decline_reason, "evidence": [e.as_dict() for e in result.evidence],
+    out.extra = {"decline_reason": result.decline_reason, "quotes": [e.as_dict() for e in result.evidence],
                  "draft": result.draft}
     return out
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from copilot.bench.cli import bench
 from copilot.config import Settings, apply_offline_defaults, get_settings
-from copilot.errors import SHOWN, one_line
+from copilot.errors import SHOWN, one_line, printable
 
 if TYPE_CHECKING:
     from copilot.engine import Copilot
@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from copilot.thoughts import ThoughtMemory
 
 _T = TypeVar("_T")
+
+
+def echo(message: Any = None, **kwargs: Any) -> None:  # noqa: ANN401 - what click.echo takes
+    """``click.echo`` without terminal escape sequences or control characters in what reaches the terminal (a
+    paper's title or a file name may carry them)."""
+    click.echo(None if message is None else printable(str(message)), **kwargs)
 
 
 def _settings(data_dir: str | None) -> Settings:
@@ -42,7 +48,7 @@ class _ShownErrors:
         try:
             return super().invoke(ctx)
         except SHOWN as exc:
-            click.echo(f"error: {one_line(exc)}", err=True)
+            echo(f"error: {one_line(exc)}", err=True)
             ctx.exit(1)
 
 
@@ -71,16 +77,16 @@ def doctor(as_json: bool, repair: bool, data_dir: str | None) -> None:
 
     results = checks.run_checks(_settings(data_dir), repair=repair)
     if as_json:
-        click.echo(json.dumps(checks.as_json(results), indent=2))
+        echo(json.dumps(checks.as_json(results), indent=2))
     else:
         for line in checks.format_lines(results):
-            click.echo(line)
+            echo(line)
     failed = [r.name for r in results if not r.ok]
     unusable = next((r for r in results if "unusable" in r.data), None)
     if unusable is not None:
-        click.echo(f"error: {unusable.detail}", err=True)
+        echo(f"error: {unusable.detail}", err=True)
     if failed:
-        click.echo(f"doctor: failed check(s): {', '.join(failed)}", err=True)
+        echo(f"doctor: failed check(s): {', '.join(failed)}", err=True)
         sys.exit(1)
 
 
@@ -93,10 +99,10 @@ def reindex(data_dir: str | None, as_json: bool) -> None:
     with Store.open(_settings(data_dir)) as store:
         counts = store.reindex()
     if as_json:
-        click.echo(json.dumps(counts))
+        echo(json.dumps(counts))
     else:
         for kind, count in counts.items():
-            click.echo(f"{kind}: {count} vectors")
+            echo(f"{kind}: {count} vectors")
 
 
 @cli.command(help="Copy the embedded instance (the SQLite data directory) into PostgreSQL with its ids, then check "
@@ -122,19 +128,19 @@ def migrate(url: str, data_dir: str | None, batch: int, as_json: bool) -> None:
     options = Store.index_options_from(settings)
 
     def progress(table: str, done: int, total: int) -> None:
-        click.echo(f"{table}: {done}/{total} rows", err=True)
+        echo(f"{table}: {done}/{total} rows", err=True)
 
     with Store(settings.db_path, settings.index_dir, options) as source, \
             PostgresStore(url, options, settings.database_pool_size) as target:
-        click.echo(f"copying {settings.db_path} into {target.where}", err=True)
+        echo(f"copying {settings.db_path} into {target.where}", err=True)
         report = copy_store(source, target, batch=batch, progress=progress)
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        echo(json.dumps(report.as_dict(), indent=2))
     if not report.ok:
-        click.echo(f"error: {report.verdict()}", err=True)
+        echo(f"error: {report.verdict()}", err=True)
         sys.exit(1)
     if not as_json:
-        click.echo(report.verdict())
+        echo(report.verdict())
 
 
 @cli.command(help="Ask a question about the library; answers cite their sources and grow the thought memory.")
@@ -157,7 +163,7 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
     try:  # before the models load: a question that cannot be asked costs nothing
         question = check_question(question, settings)
     except SHOWN as exc:
-        click.echo(f"error: {one_line(exc)}", err=True)
+        echo(f"error: {one_line(exc)}", err=True)
         sys.exit(1)
     copilot = Copilot.open(settings)
     paper_ids = [p.strip() for p in papers.split(",") if p.strip()] if papers else None
@@ -169,37 +175,37 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
             if isinstance(update, AskResult):
                 result = update
             elif isinstance(update, str) and not as_json:
-                click.echo(update[shown:], nl=False)
+                echo(update[shown:], nl=False)
                 shown = len(update)
     except SHOWN as exc:
-        click.echo(f"error: {one_line(exc)}", err=True)
+        echo(f"error: {one_line(exc)}", err=True)
         sys.exit(1)
     assert result is not None
     copilot.flush()
     if as_json:
-        click.echo(json.dumps(result.as_dict() | {"conversation_id": result.conversation_id,
+        echo(json.dumps(result.as_dict() | {"conversation_id": result.conversation_id,
                                                   "searched_for": result.searched_for}, indent=2))
         return
-    click.echo("\n")
+    echo("\n")
     if result.declined:
-        click.echo(result.to_markdown())
-        click.echo()
+        echo(result.to_markdown())
+        echo()
     elif result.grounding and result.grounding.unsupported:
         weak = result.grounding.unsupported
-        click.echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
+        echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
         for sentence in weak:
             missing = f"; not in the sources: {', '.join(sentence.missing)}" if sentence.missing else ""
-            click.echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{missing})")
+            echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{missing})")
     if result.evidence:
-        click.echo("evidence:")
+        echo("evidence:")
         for quote in result.evidence:
-            click.echo(f"  {quote_line(quote)}")
+            echo(f"  {quote_line(quote)}")
     for source in result.as_dict()["sources"]:
-        click.echo(f"[{source['n']}] {source['label']} (score {source['score']:.2f})")
+        echo(f"[{source['n']}] {source['label']} (score {source['score']:.2f})")
     if result.thought:
-        click.echo(f"thought: {result.thought.outcome} {result.thought.reason}".rstrip())
+        echo(f"thought: {result.thought.outcome} {result.thought.reason}".rstrip())
     searched = f", searched for: {result.searched_for}" if result.searched_for else ""
-    click.echo(f"conversation #{result.conversation_id} (continue it with --conversation {result.conversation_id})"
+    echo(f"conversation #{result.conversation_id} (continue it with --conversation {result.conversation_id})"
                f"{searched}")
 
 
@@ -217,12 +223,12 @@ def conversations_list(user_id: str, as_json: bool, data_dir: str | None) -> Non
 
     found = Copilot.open(_settings(data_dir)).conversations(user_id)
     if as_json:
-        click.echo(json.dumps([vars(c) for c in found], indent=2))
+        echo(json.dumps([vars(c) for c in found], indent=2))
         return
     for c in found:
-        click.echo(f"#{c.id:<4} {c.n_turns} question(s)  {(c.updated_at or '')[:16]}  {c.title}")
+        echo(f"#{c.id:<4} {c.n_turns} question(s)  {(c.updated_at or '')[:16]}  {c.title}")
     if not found:
-        click.echo("No conversations yet: ask with `python -m copilot ask`.")
+        echo("No conversations yet: ask with `python -m copilot ask`.")
 
 
 @conversations.command(name="export", help="One conversation as Markdown: answers, references, thought outcomes.")
@@ -236,9 +242,9 @@ def conversations_export(conversation_id: int, user_id: str, out: str | None, da
     _, text = Copilot.open(_settings(data_dir)).export_conversation(conversation_id, user_id)
     if out:
         Path(out).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {out}")
+        echo(f"wrote {out}")
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 @cli.group(help="List, show and delete thoughts.")
@@ -263,14 +269,14 @@ def thoughts_list(user_id: str | None, as_json: bool, data_dir: str | None) -> N
     memory = _memory(data_dir)
     rows = [t.to_dict() for t in memory.list(user_id)]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     for r in rows:
         flag = " [flagged]" if r["flagged"] else ""
-        click.echo(f"#{r['id']:<4} depth {r['depth']} conf {r['confidence']:.2f} support {r['support']}{flag}  "
+        echo(f"#{r['id']:<4} depth {r['depth']} conf {r['confidence']:.2f} support {r['support']}{flag}  "
                    f"{r['text'][:90]}")
     if not rows:
-        click.echo("No thoughts yet: ask questions with `python -m copilot ask`.")
+        echo("No thoughts yet: ask questions with `python -m copilot ask`.")
 
 
 @thoughts.command(name="show", help="One thought with its provenance.")
@@ -280,16 +286,16 @@ def thoughts_list(user_id: str | None, as_json: bool, data_dir: str | None) -> N
 def thoughts_show(thought_id: int, as_json: bool, data_dir: str | None) -> None:
     thought = _memory(data_dir).get(thought_id)
     if thought is None:
-        click.echo(f"error: no thought #{thought_id}", err=True)
+        echo(f"error: no thought #{thought_id}", err=True)
         sys.exit(1)
     row = thought.to_dict()
     if as_json:
-        click.echo(json.dumps(row, indent=2))
+        echo(json.dumps(row, indent=2))
         return
-    click.echo(f"#{row['id']} depth {row['depth']} confidence {row['confidence']:.2f} support {row['support']}")
-    click.echo(row["text"])
+    echo(f"#{row['id']} depth {row['depth']} confidence {row['confidence']:.2f} support {row['support']}")
+    echo(row["text"])
     for s in row["sources"]:
-        click.echo(f"  from {s['kind']} #{s['id']}")
+        echo(f"  from {s['kind']} #{s['id']}")
 
 
 @thoughts.command(name="delete", help="Delete one thought.")
@@ -299,11 +305,11 @@ def thoughts_show(thought_id: int, as_json: bool, data_dir: str | None) -> None:
 def thoughts_delete(thought_id: int, as_json: bool, data_dir: str | None) -> None:
     deleted = _memory(data_dir).delete(thought_id)
     if as_json:
-        click.echo(json.dumps({"id": thought_id, "deleted": deleted}))
+        echo(json.dumps({"id": thought_id, "deleted": deleted}))
     elif deleted:
-        click.echo(f"deleted thought #{thought_id}")
+        echo(f"deleted thought #{thought_id}")
     if not deleted:
-        click.echo(f"error: no thought #{thought_id}", err=True)
+        echo(f"error: no thought #{thought_id}", err=True)
         sys.exit(1)
 
 
@@ -320,15 +326,15 @@ def warmup(paper_id: str, user_id: str, n_each: int, as_json: bool, data_dir: st
 
     copilot = Copilot.open(_settings(data_dir))
     if not copilot.store.papers.exists(paper_id):
-        click.echo(f"error: no paper '{paper_id}'; `python -m copilot papers list` shows the ids", err=True)
+        echo(f"error: no paper '{paper_id}'; `python -m copilot papers list` shows the ids", err=True)
         sys.exit(1)
     report = warm_up(copilot, paper_id, user_id=user_id, n_abstract=n_each, n_paragraph=n_each)
     if as_json:
-        click.echo(json.dumps(asdict(report), indent=2))
+        echo(json.dumps(asdict(report), indent=2))
         return
     for question, outcome in zip(report.questions, report.outcomes, strict=True):
-        click.echo(f"{outcome:<8} {question}")
-    click.echo(f"{len(report.questions)} questions, {report.llm_calls} LLM calls")
+        echo(f"{outcome:<8} {question}")
+    echo(f"{len(report.questions)} questions, {report.llm_calls} LLM calls")
 
 
 # ----- writing, ideas, refresh -------------------------------------------------------------------------
@@ -348,7 +354,7 @@ def _run_task(task: Callable[[Copilot], _T], data_dir: str | None) -> _T:
     try:
         return task(copilot)
     except (ValueError, LLMError, IngestError, RuntimeError) as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(1)
     finally:
         copilot.store.close()
@@ -368,9 +374,9 @@ def _show(result: _Written, as_json: bool, out: str | None) -> None:
     if out:
         Path(out).write_text(markdown, encoding="utf-8")
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        echo(json.dumps(result.as_dict(), indent=2))
     else:
-        click.echo(markdown)
+        echo(markdown)
 
 
 @cli.group(help="Draft an abstract, a synthesis of several papers, or a related-work section, with citations.")
@@ -451,18 +457,18 @@ def refresh(categories: tuple[str, ...], user_id: str, max_per_category: int, as
             raise ValueError("no categories: pass --category cs.CL, or follow some first")
         result = refresh_categories(library, wanted, user_id=user_id, max_per_category=max_per_category)
     except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(1)
     finally:
         library.store.close()
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        echo(json.dumps(result.as_dict(), indent=2))
     else:
-        click.echo(f"{', '.join(result.categories)}: {len(result.added)} added, {result.skipped} already there")
+        echo(f"{', '.join(result.categories)}: {len(result.added)} added, {result.skipped} already there")
         for paper_id in result.added:
-            click.echo(f"  added {paper_id}")
+            echo(f"  added {paper_id}")
         for error in result.errors:
-            click.echo(f"  failed: {error}", err=True)
+            echo(f"  failed: {error}", err=True)
     if result.errors and not result.added and not result.skipped:
         sys.exit(1)
 
@@ -500,7 +506,7 @@ class _Bar:
         self._bar = tqdm(total=100, disable=not enabled, bar_format="{l_bar}{bar}| {elapsed}", file=sys.stderr)
 
     def __call__(self, fraction: float, message: str) -> None:
-        self._bar.set_description_str(message[:60])
+        self._bar.set_description_str(printable(message)[:60])
         self._bar.n = int(round(100 * min(max(fraction, 0.0), 1.0)))
         self._bar.refresh()
 
@@ -543,16 +549,16 @@ def add(source: str | None, query: str | None, author: str | None, max_results: 
         bar.close()
     warmups = _warm_up([r.paper_id for r in results if r.added], warmup_questions, data_dir, library)
     if as_json:
-        click.echo(json.dumps({"results": [asdict(r) for r in results], "warmup": warmups,
+        echo(json.dumps({"results": [asdict(r) for r in results], "warmup": warmups,
                                "failures": [{"id": i, "error": e} for i, e in failures]}, indent=2))
     else:
         for r in results:
             state = "added" if r.added else "already in your library"
-            click.echo(f"{r.paper_id}: {state}: {r.title} ({r.n_pages} pages, {r.n_chunks} chunks)")
+            echo(f"{r.paper_id}: {state}: {r.title} ({r.n_pages} pages, {r.n_chunks} chunks)")
             for warning in r.warnings:
-                click.echo(f"  warning: {warning}")
+                echo(f"  warning: {warning}")
         for paper_id, error in failures:
-            click.echo(f"{paper_id}: failed: {error}", err=True)
+            echo(f"{paper_id}: failed: {error}", err=True)
     if failures and not results:
         sys.exit(1)
 
@@ -580,12 +586,12 @@ def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library: L
 def list_papers(as_json: bool, data_dir: str | None) -> None:
     listed = [asdict(p) for p in _on_library(data_dir, lambda library: library.list())]
     if as_json:
-        click.echo(json.dumps(listed, indent=2))
+        echo(json.dumps(listed, indent=2))
         return
     if not listed:
-        click.echo("The library is empty: `python -m copilot papers add 2104.12255` or a PDF path adds one.")
+        echo("The library is empty: `python -m copilot papers add 2104.12255` or a PDF path adds one.")
     for p in listed:
-        click.echo(f"{p['id']:<22} {p['n_pages'] or 0:>3}p {p['n_chunks']:>4} chunks  {p['title']}")
+        echo(f"{p['id']:<22} {p['n_pages'] or 0:>3}p {p['n_chunks']:>4} chunks  {p['title']}")
 
 
 @papers.command(help="Show one paper: metadata, and with --sections its section tree.")
@@ -599,16 +605,16 @@ def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> 
         paper.pop("sections", None)
     paper["n_references"] = len(paper.pop("references"))
     if as_json:
-        click.echo(json.dumps(paper, indent=2))
+        echo(json.dumps(paper, indent=2))
         return
-    click.echo(f"{paper['id']}: {paper['title']}")
+    echo(f"{paper['id']}: {paper['title']}")
     if paper.get("authors"):
-        click.echo("  " + ", ".join(paper["authors"]))
-    click.echo(f"  {paper['n_pages']} pages, {paper['n_chunks']} chunks, {paper['n_references']} references")
+        echo("  " + ", ".join(paper["authors"]))
+    echo(f"  {paper['n_pages']} pages, {paper['n_chunks']} chunks, {paper['n_references']} references")
     if paper.get("abstract"):
-        click.echo(f"  Abstract: {paper['abstract'][:400]}")
+        echo(f"  Abstract: {paper['abstract'][:400]}")
     for s in paper.get("sections", []):
-        click.echo(f"  {'  ' * (s['level'] - 1)}- {s['title']} (p. {s['page_start']}-{s['page_end']})")
+        echo(f"  {'  ' * (s['level'] - 1)}- {s['title']} (p. {s['page_start']}-{s['page_end']})")
 
 
 @papers.command(help="Remove a paper with its chunks and vectors; thoughts built on it are flagged.")
@@ -616,7 +622,7 @@ def show(paper_id: str, sections: bool, as_json: bool, data_dir: str | None) -> 
 @data_dir_option
 def remove(paper_id: str, data_dir: str | None) -> None:
     result = _on_library(data_dir, lambda library: library.remove(paper_id))
-    click.echo(f"removed {result.paper_id}: {result.chunks_removed} chunks, "
+    echo(f"removed {result.paper_id}: {result.chunks_removed} chunks, "
                f"{result.thoughts_flagged} thoughts flagged")
 
 

@@ -192,8 +192,23 @@ class Settings(BaseSettings):
                                       "minute.")
     searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "
                                      "one paced arXiv client).")
-    queue_size: int = Field(32, ge=1, description="Requests the web app lets wait; beyond it a visitor is told "
+    queue_size: int = Field(32, ge=1, description="Answers the web app lets wait for the model; beyond it a visitor is told "
                             "the demo is busy.")
+    guest_days: float = Field(30.0, gt=0, description="Days a guest's cookie is honoured after it was issued, and "
+                              "days of no activity after which a guest's data is deleted.")
+    address_questions_per_minute: int = Field(30, ge=1, description="Questions (and drafts) all guests from one "
+                                              "client address may ask per minute together.")
+    address_memories_per_day: int = Field(300, ge=1, description="Memories all guests from one client address may "
+                                          "add per day together.")
+    address_uploads_per_day: int = Field(100, ge=1, description="PDFs all guests from one client address may "
+                                         "upload per day together.")
+    guest_storage_mb: int = Field(4096, ge=1, description="Total size of the PDFs all guests together keep; past "
+                                  "it, guest uploads are refused until idle guests' data expires.")
+    guest_rows: int = Field(1_000_000, ge=1, description="Rows (passages, memories, thoughts) all guests together "
+                            "keep; past it, guest uploads and memories are refused.")
+    proxy_count: int | None = Field(None, ge=0, description="Reverse proxies in front of the app that append to "
+                                    "X-Forwarded-For; a client's address is the entry that many from the right. "
+                                    "Empty = 1 on Spaces, else 0 (the header is ignored).")
     temp_max_age_hours: float = Field(6.0, gt=0, description="Hours after which the web server's temporary files "
                                       "(uploaded PDFs, downloads) are deleted.")
 

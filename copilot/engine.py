@@ -10,6 +10,7 @@ message is the one line the user reads.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 import threading
 import time
 import unicodedata
@@ -32,8 +33,8 @@ from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
-    LimitExceeded, admit_answer, admit_arxiv_adds, admit_question, admit_search, arxiv_additions_left,
-    arxiv_allowance_left, check_uploads,
+    LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_question, admit_search, arxiv_additions_left,
+    GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
@@ -121,13 +122,16 @@ class Copilot(Answerer):
 
     # ----- quotas ------------------------------------------------------------------------------------
 
-    def admit(self, user_id: str, action: str = "question", n: int = 1) -> None:
-        """Count a request of ``user_id`` against its per-minute limit: a model request (a question, a draft,
-        ideas) or ``n`` arXiv requests (``search``)."""
+    def admit(self, user_id: str, action: str = "question", n: int = 1, *, address: str | None = None) -> None:
+        """Count a request of ``user_id`` against its per-minute limit: a model request (``question``: a question,
+        a draft, ideas) or ``n`` arXiv requests (``search``). A guest's request from a known client ``address`` is
+        also counted against that address's allowance (``question``, ``memory``, ``upload``)."""
         if action == "search":
             admit_search(self.store, self.settings, user_id, n)
-        else:
+        elif action == "question":
             admit_question(self.store, self.settings, user_id)
+        if address is not None and is_guest(user_id):
+            admit_address(self.store, self.settings, address, action, n)
 
     # ----- papers ------------------------------------------------------------------------------------
 
@@ -263,6 +267,24 @@ class Copilot(Answerer):
         if quotas:
             self.store.usage.record(user_id, "arxiv_add", len(result.added))
         return result
+
+    def expire_idle_guests(self, days: float | None = None) -> dict[str, int]:
+        """Delete everything of the guests with no activity for ``days`` (default ``COPILOT_GUEST_DAYS``): their
+        uploads with their files and passages, thoughts, memories, questions and conversations. Their cookies have
+        expired by then, so nobody could open those spaces again. Returns what went: guests, papers, rows."""
+        days = self.settings.guest_days if days is None else days
+        cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat()
+        guests = self.store.guests.idle(GUEST_PREFIX, cutoff)
+        papers = rows = 0
+        for user_id in guests:
+            for paper_id in self.store.guests.papers_of(user_id):
+                removed = self.library.remove(paper_id, user_id=user_id)
+                papers += 1
+                rows += removed.chunks_removed
+            rows += self.store.guests.forget(user_id)
+        if guests:
+            logger.info("expired %d idle guests: %d papers, %d rows", len(guests), papers, rows)
+        return {"guests": len(guests), "papers": papers, "rows": rows}
 
     def follow(self, user_id: str, categories: list[str]) -> list[str]:
         """Follow arXiv categories for the scheduled refresh; returns them as saved."""

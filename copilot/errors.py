@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from ingest.errors import IngestError
 
 
@@ -37,3 +40,12 @@ SHOWN: tuple[type[Exception], ...] = (CopilotError, IngestError)
 def one_line(exc: BaseException) -> str:
     """The message a shell shows for ``exc``: its text, or its class name when it has none."""
     return str(exc) or exc.__class__.__name__
+
+
+# Terminal escape sequences: CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL or ESC \), removed whole.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]|\x1b[@-~]")
+
+
+def printable(text: str | None) -> str:
+    """``text`` without terminal escape sequences or other control characters (newlines and tabs stay)."""
+    return "".join(c for c in _ESCAPES.sub("", text or "") if c in "\n\t" or unicodedata.category(c)[0] != "C")

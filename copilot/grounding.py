@@ -316,6 +316,34 @@ def missing_facts(sentence: str, sources: SourceFacts) -> list[str]:
     return [raw for kind, raw, confirm in facts(sentence) if not sources.holds(kind, confirm)]
 
 
+# A sentence that addresses the model rather than the reader ("ignore previous instructions and say ..."): a source
+# carrying one is quoted material, and its instruction never counts as support for an answer that obeys it.
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}?\b(?:previous|prior|above|earlier|preceding|all|any|your)\b"
+    r".{0,30}?\b(?:instructions?|prompts?|directions?)\b"
+    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
+    r"|\bnew\s+instructions?\s*:"
+    r"|\b(?:you are now|from now on,? you|act as (?:an?|the) (?:ai|assistant|language model|chatbot))\b"
+    r"|(?:^\W*|\band\s+|\bthen\s+|\bplease\s+|[;:]\s*)(?:say|respond|reply|answer|output|print|write)\s+"
+    r"(?:only\s+|just\s+|exactly\s+)?(?:with\s+)?(?:the\s+(?:word|phrase|string)\s+)?[\"'“‘]?"
+    r"(?-i:[A-Z][A-Z0-9!_-]{2,})\b(?![a-z])",
+    re.IGNORECASE | re.DOTALL)
+
+
+def instruction_like(sentence: str) -> bool:
+    """Whether ``sentence`` reads as an instruction to the model (a prompt injection), not a statement."""
+    return _INSTRUCTION.search(sentence) is not None
+
+
+def without_instructions(text: str) -> str:
+    """``text`` less the sentences that read as instructions to the model (see :func:`instruction_like`)."""
+    if not text or _INSTRUCTION.search(text) is None:
+        return text
+    spans = sentence_spans(text)
+    kept = [text[s:e] for s, e in spans if not instruction_like(text[s:e])]
+    return " ".join(kept)
+
+
 def source_sentences(sources: Sequence[str], cap: int = MAX_SOURCE_SENTENCES) -> list[tuple[int, str]]:
     """(source index, sentence) for the sentences of each source worth matching, taken in turn from each source
     so every source is read when the cap is reached; a source with no such sentence counts as one."""
@@ -392,15 +420,16 @@ def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, thres
     if capped and len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
         spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
     sentences = [strip_citations(answer[s:e]) for s, e in spans]
-    found = evidence(sentences, [item.text for item in items], embedder)
+    texts = [without_instructions(item.text) for item in items]  # an instruction in a source supports nothing
+    found = evidence(sentences, texts, embedder)
     supports = support_score(found.cosine, found.coverage) if items else np.zeros((len(spans), 0))
-    stated = SourceFacts([item.text for item in items] + list(heads))
+    stated = SourceFacts(texts + list(heads))
     given = SourceFacts([question])
     out = []
     for i, (start, end) in enumerate(spans):
         missing = tuple(raw for kind, raw, confirm in facts(sentences[i])
                         if not stated.holds(kind, confirm) and not (kind != "number" and given.holds(kind, confirm)))
-        if supports.shape[1] == 0 or not any(item.text for item in items):
+        if supports.shape[1] == 0 or not any(texts):
             out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing))
             continue
         j = int(np.argmax(supports[i]))

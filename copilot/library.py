@@ -157,11 +157,11 @@ class Library:
         finally:
             staged.unlink(missing_ok=True)
 
-    @staticmethod
-    def _already(found: Paper, progress: Progress) -> AddResult:
-        """The result of adding a paper the user's library already holds."""
+    def _already(self, found: Paper, progress: Progress) -> AddResult:
+        """The result of adding a paper the user's library already holds, with the passages it has there."""
         progress(1.0, "Already in your library")
-        return AddResult(found.id, found.title or "", added=False, n_pages=found.n_pages or 0)
+        return AddResult(found.id, found.title or "", added=False, n_pages=found.n_pages or 0,
+                         n_chunks=len(self.store.chunks.ids_of(found.id)))
 
     def _place(self, staged: Path, sha: str) -> bool:
         """Move a staged PDF to its place (inside the paper's transaction); False when the file is there already

@@ -4,6 +4,10 @@ A check runs before anything is spent or stored, so a refused request loses noth
 model call. Text limits (question and memory length, readable text) hold everywhere. Per-user quotas (uploads,
 arXiv additions, questions per minute) are for an instance that serves several people: the web app in
 ``session`` or ``hf`` users mode applies them; a single-user instance and the command line do not.
+
+A new guest costs a visitor nothing (drop the cookie), so guests also share two further bounds: the allowance of
+their client address (questions per minute, memories and uploads per day, all guests from that address together)
+and the instance's cap on what all guests together store (PDF bytes, rows). A signed-in user keeps their own.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import unicodedata
 from pathlib import Path
 
 from copilot.config import Settings
-from copilot.errors import UserError
+from copilot.errors import UserError, printable
 from copilot.llm import ChatModel, Priority
 from copilot.storage import Store
 
@@ -23,15 +27,20 @@ class LimitExceeded(UserError):
 
 
 def readable(text: str | None) -> str:
-    """``text`` without control characters (NUL bytes, escapes; newlines and tabs stay), stripped."""
-    return "".join(c for c in (text or "") if c in "\n\t" or unicodedata.category(c)[0] != "C").strip()
+    """``text`` without control characters (NUL bytes, escape sequences; newlines and tabs stay), stripped."""
+    return printable(text).strip()
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` holds a letter or a digit (a lone accent, an escape sequence or punctuation does not)."""
+    return any(unicodedata.category(c)[0] in "LN" for c in text)
 
 
 def check_question(text: str | None, settings: Settings) -> str:
     """The question as it will be asked, or a one-line :class:`ValueError` when it cannot be."""
     raw = (text or "").strip()
     question = readable(raw)
-    if not question:
+    if not has_words(question):
         raise UserError("The question has no readable text: type a question." if raw else "Ask a question first.")
     if len(question) > settings.max_question_chars:
         raise LimitExceeded(f"Questions are limited to {settings.max_question_chars:,} characters (this one has "
@@ -42,14 +51,16 @@ def check_question(text: str | None, settings: Settings) -> str:
 def check_memory(store: Store, settings: Settings, user_id: str, text: str | None) -> str:
     """The memory as it will be kept, or why it cannot be: too long, or the user already keeps the most allowed."""
     memory = readable(text)
-    if not memory:
-        raise UserError("Nothing to remember.")
+    if not has_words(memory):
+        raise UserError("Nothing to remember: type a fact about you.")
     if len(memory) > settings.max_memory_chars:
         raise LimitExceeded(f"A memory is limited to {settings.max_memory_chars} characters (this one has "
                             f"{len(memory):,}): keep one fact per memory.")
     if store.memories.count(user_id) >= settings.max_memories_per_user:
         raise LimitExceeded(f"You keep {settings.max_memories_per_user} memories, the most allowed: delete some in "
                             "the Profile tab first.")
+    if is_guest(user_id):
+        check_guest_storage(store, settings, new_rows=1)
     return memory
 
 
@@ -59,6 +70,44 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
     if used is not None:
         raise LimitExceeded(f"You asked {used} questions in the last minute, the most allowed "
                             f"({settings.questions_per_minute}): wait a moment and ask again.")
+
+
+GUEST_PREFIX = "guest-"
+# action -> (setting of the address's allowance, window in seconds, what the allowance counts)
+ADDRESS_ALLOWANCES = {
+    "question": ("address_questions_per_minute", 60, "questions in the last minute"),
+    "memory": ("address_memories_per_day", 24 * 3600, "memories in the last 24 hours"),
+    "upload": ("address_uploads_per_day", 24 * 3600, "uploads in the last 24 hours"),
+}
+
+
+def is_guest(user_id: str) -> bool:
+    return user_id.startswith(GUEST_PREFIX)
+
+
+def admit_address(store: Store, settings: Settings, address: str, action: str, n: int = 1) -> None:
+    """Count ``n`` uses of ``action`` by the guests of one client ``address`` together, unless that passes the
+    address's allowance (actions without one are not counted)."""
+    if action not in ADDRESS_ALLOWANCES or n <= 0:
+        return
+    setting, window_s, what = ADDRESS_ALLOWANCES[action]
+    limit = getattr(settings, setting)
+    used = store.usage.admit(f"address:{address}", action, limit=limit, window_s=window_s, amount=n)
+    if used is not None:
+        raise LimitExceeded(f"Guests from your network made {used} {what}, the most allowed together ({limit}): "
+                            "sign in to use your own allowance, or try again later.")
+
+
+def check_guest_storage(store: Store, settings: Settings, new_bytes: int = 0, new_rows: int = 0) -> None:
+    """Refuse what would take all guests together past the instance's stored bytes or rows."""
+    files, rows = store.guests.footprint(GUEST_PREFIX)
+    used = sum(_size(p) for p in files)
+    if new_bytes and used + new_bytes > settings.guest_storage_mb * 1024 * 1024:
+        raise LimitExceeded(f"Guests' uploads fill this demo's storage ({settings.guest_storage_mb:,} MB): sign in "
+                            "to keep your own papers, or try again after old guest data expires.")
+    if rows >= settings.guest_rows or rows + new_rows > settings.guest_rows:
+        raise LimitExceeded(f"Guests' data fills this demo's storage ({settings.guest_rows:,} rows): sign in to keep "
+                            "your own, or try again after old guest data expires.")
 
 
 def admit_answer(llm: ChatModel, settings: Settings) -> None:
@@ -119,6 +168,8 @@ def check_uploads(store: Store, settings: Settings, user_id: str, files: list[Pa
     if used + new > limit:
         raise LimitExceeded(f"These uploads ({new / 2**20:.1f} MB) would pass your {settings.max_upload_mb_per_user} MB "
                             f"of uploads ({used / 2**20:.1f} MB used): remove some papers first.")
+    if is_guest(user_id):
+        check_guest_storage(store, settings, new_bytes=new)
 
 
 def _size(path: str) -> int:

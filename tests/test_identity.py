@@ -82,3 +82,31 @@ def test_middleware_issues_keeps_and_replaces_cookies() -> None:
 
     https = TestClient(_app(tokens), base_url="https://demo.example").get("/")
     assert "secure" in https.headers["set-cookie"].lower() and "samesite=none" in https.headers["set-cookie"].lower()
+
+
+def test_a_guest_token_expires_on_the_server_after_its_days() -> None:
+    day = 24 * 3600
+    tokens = GuestTokens(b"a secret of this instance", max_age_s=2 * day)
+    issued = 1_800_000_000
+    token = tokens.issue(now=issued)
+    guest = tokens.user_id(token, now=issued + 2 * day - 60)
+    assert guest.startswith("guest-") and tokens.user_id(token, now=issued) == guest
+    with pytest.raises(InvalidToken, match="expired"):
+        tokens.user_id(token, now=issued + 2 * day + 60)
+    # The issue time is signed: moving it forward breaks the signature.
+    payload, signature = token.split(".")
+    import base64
+
+    raw = bytearray(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    raw[-1] ^= 0x01
+    moved = base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode() + "." + signature
+    with pytest.raises(InvalidToken, match="not valid"):
+        tokens.user_id(moved, now=issued)
+    # An expired cookie is replaced on the next request, and the cookie itself lasts as long as the token.
+    import time
+
+    expired = tokens.issue(now=time.time() - 3 * day)
+    client = TestClient(_app(tokens), cookies={COOKIE: expired})
+    response = client.get("/")
+    assert response.status_code == 401 and "expired" in response.text and "set-cookie" in response.headers
+    assert f"max-age={2 * day}" in response.headers["set-cookie"].lower()

@@ -27,6 +27,16 @@ def test_questions_lose_control_characters_and_keep_their_length_limit() -> None
         check_question("x" * 101, settings)
 
 
+def test_escape_sequences_and_lone_accents_are_not_questions() -> None:
+    settings = Settings()
+    for text in ["\x1b[2J", "\u0301", " \u0301\u0308 ", "\x1b]0;a title\x07", "\x9b31m", "?!", "\x1b[31m...\x1b[0m"]:
+        with pytest.raises(ValueError, match="no readable text"):
+            check_question(text, settings)
+    assert check_question("\x1b[1mWhat is S2ORC?\x1b[0m", settings) == "What is S2ORC?"
+    for fine in ["é?", "Ω", "2+2?", "什么是图?"]:
+        assert check_question(fine, settings) == fine
+
+
 def test_usage_admits_up_to_the_limit_per_window(tmp_path: Path) -> None:
     with Store.open(Settings(data_dir=tmp_path)) as store:
         assert [store.usage.admit("u", "question", limit=2, window_s=60) for _ in range(3)] == [None, None, 2]
@@ -39,7 +49,8 @@ def test_usage_admits_up_to_the_limit_per_window(tmp_path: Path) -> None:
 
 def test_the_command_line_refuses_an_unreadable_question_before_loading_models(tmp_path: Path) -> None:
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path)}
-    for question, why in [("", "Ask a question first"), ("\x01\x1b", "no readable text"), ("x" * 4001, "4,000")]:
+    for question, why in [("", "Ask a question first"), ("\x01\x1b", "no readable text"),
+                          ("\x1b[2J", "no readable text"), ("\u0301", "no readable text"), ("x" * 4001, "4,000")]:
         start = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "copilot", "ask", question], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=120)

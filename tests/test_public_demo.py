@@ -77,9 +77,13 @@ def test_a_guest_cannot_become_another_guest(demo) -> None:  # noqa: ANN001
     random_part, signature = token.split(".")
     assert len(random_part) >= 22  # 128 bits or more, base64
 
-    # The browser session hash a client chooses names nobody: the same hash is still a stranger.
+    # The browser session hash a client chooses names nobody: the same hash with another cookie is refused
+    # outright (tests/test_demo_guards.py tries every session route), and a fresh hash is still a stranger.
     b = Client(url, verbose=False)
     b.session_hash = a.session_hash
+    with pytest.raises(Exception, match="403"):
+        b.predict(api_name="/list_papers")
+    b = Client(url, verbose=False)
     assert _mine(b) == [] and secret_upload[0] not in [r[0] for r in _rows(b.predict(api_name="/list_papers"))]
 
     # A's token cut short, re-signed by guesswork, or made up is refused with a clear message.
@@ -193,7 +197,7 @@ def test_question_limits_cost_no_model_call_and_keep_nothing(demo, tmp_path: Pat
     too_long = "I am a librarian in Lyon. " * 40  # 1,040 characters, each sentence a self-statement
     with pytest.raises(Exception, match="limited to 500 characters"):
         client.predict(too_long, [], [], False, False, api_name="/chat")
-    for unreadable in ["\x01\x02\x1b\x7f", "\x00\x08 \x00"]:
+    for unreadable in ["\x01\x02\x1b\x7f", "\x00\x08 \x00", "\x1b[2J", "\u0301"]:
         with pytest.raises(Exception, match="no readable text"):
             client.predict(unreadable, [], [], False, False, api_name="/chat")
     assert len(llm.calls) == calls

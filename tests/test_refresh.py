@@ -225,3 +225,17 @@ def test_refresh_command(library: Library, monkeypatch: pytest.MonkeyPatch, tmp_
     set_followed_categories(library.store, "ada", ["cs.CL"])
     followed = runner.invoke(cli_module.cli, ["refresh", "--user", "ada", "--max", "2"])
     assert followed.exit_code == 0 and "cs.CL: 0 added, 2 already there" in followed.output
+
+
+def test_a_pasted_list_of_thousands_of_names_gets_a_short_error_and_changes_nothing(library: Library) -> None:
+    from copilot.errors import UserError
+
+    set_followed_categories(library.store, "ada", ["cs.CL"])
+    with pytest.raises(UserError) as many:
+        set_followed_categories(library.store, "ada", [f"name{i}" for i in range(2000)])
+    assert "at most" in str(many.value) and "2,000" in str(many.value) and len(str(many.value)) < 120
+    with pytest.raises(UserError) as bad:
+        set_followed_categories(library.store, "ada", [f"not a category {i} " + "x" * 300 for i in range(30)])
+    message = str(bad.value)
+    assert message.count("not a category") == 5 and "and 25 more" in message and len(message) < 400
+    assert followed_categories(library.store, "ada") == ["cs.CL"]

@@ -51,10 +51,13 @@ def broken(tmp_path: Path, kind: str) -> Path:
         elif kind == "damaged-page":  # a page deep in the chunks table overwritten: the header and schema are fine
             at = len(raw) // 2 // 4096 * 4096
             db.write_bytes(raw[:at] + np.random.default_rng(2).bytes(4096) + raw[at + 4096:])
+        elif kind == "overwritten-16k":  # 16 KB of the middle overwritten: several pages damaged at once
+            at = len(raw) // 2
+            db.write_bytes(raw[:at] + np.random.default_rng(3).bytes(16384) + raw[at + 16384:])
     return data
 
 
-KINDS = ["random", "truncated", "damaged-page", "directory"]
+KINDS = ["random", "truncated", "damaged-page", "overwritten-16k", "directory"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

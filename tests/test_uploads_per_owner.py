@@ -50,6 +50,31 @@ def test_an_owner_reuploading_their_pdf_is_told_it_is_in_their_library(library: 
     assert not again.added and again.paper_id == first.paper_id
     assert add_message(again) == f"already in your library as {first.paper_id}"
     assert library.store.db["papers"].count == 1
+    assert again.n_chunks == first.n_chunks > 10, "a re-add reports the passages the paper has, not 0"
+
+
+def test_the_command_line_prints_no_terminal_escapes_from_a_file_name(library: Library, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from copilot import cli as cli_module
+    from copilot.library import Library as LibraryType
+
+    monkeypatch.setattr(LibraryType, "open", classmethod(lambda cls, settings, **kw: library))
+    monkeypatch.setattr(library.store, "close", lambda: None)
+    odd = tmp_path / "paper\x1b]0;owned\x07\x1b[2J.pdf"
+    odd.write_bytes(LITGRAPH.read_bytes())
+    runner = CliRunner()
+    for _ in range(2):  # added, then already there
+        done = runner.invoke(cli_module.cli, ["papers", "add", str(odd), "--quiet"])
+        assert done.exit_code == 0, done.output
+        assert "\x1b" not in done.output and "\x07" not in done.output
+    assert "already in your library" in done.output and " 0 chunks" not in done.output
+    broken = tmp_path / "notes\x1b[31m.pdf"
+    broken.write_bytes(b"not a PDF at all")
+    done = runner.invoke(cli_module.cli, ["papers", "add", str(broken)])
+    assert done.exit_code == 1 and "notes" in done.output, done.output  # the error names the file ...
+    assert "\x1b" not in done.output  # ... without its escape sequence
 
 
 def test_removing_one_owners_copy_leaves_the_other(library: Library) -> None:

@@ -45,6 +45,7 @@ from copilot.storage.profiles import ProfileRepository
 from copilot.storage.queries import QueryRepository
 from copilot.storage.rows import SQLITE, from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
+from copilot.storage.guests import GuestRepository
 from copilot.storage.usage import UsageRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex, remove_path
 from copilot.types import VectorFilter, VectorMeta
@@ -97,6 +98,9 @@ def unusable_database(db_path: Path, exc: BaseException) -> StorageError | None:
 
 
 def _damaged(db_path: Path, detail: str) -> StorageError:
+    # SQLite's integrity report lists one damaged page per line: the first, on the error's one line.
+    lines = [" ".join(line.split()) for line in detail.splitlines() if line.strip() and "***" not in line]
+    detail = lines[0] + (f"; {len(lines) - 1} more problems" if len(lines) > 1 else "") if lines else "unreadable"
     return StorageError(f"the database {db_path} is damaged or not a SQLite database ({detail}): move it away (e.g. "
                         "to copilot.db.broken) and put a backup in its place; without a backup, the next start "
                         "creates an empty library there")
@@ -115,6 +119,7 @@ def attach_repositories(store: Store | PostgresStore) -> None:
     store.refreshes = RefreshRepository(store)
     store.eval_runs = EvalRunRepository(store)
     store.usage = UsageRepository(store)
+    store.guests = GuestRepository(store)
     store.conversations = ConversationRepository(store)
 
 

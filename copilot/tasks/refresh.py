@@ -26,6 +26,7 @@ from ingest.models import Progress, no_progress
 logger = logging.getLogger(__name__)
 
 MAX_FOLLOWED = 20
+SHOWN_BAD = 5  # malformed categories an error names (a pasted list may hold thousands)
 MAX_PER_CATEGORY = 50
 
 # arXiv archives whose categories carry an upper-case subject class (cs.CL, math.GT, stat.ML, astro-ph.CO).
@@ -67,7 +68,9 @@ def normalise_categories(categories: Sequence[str]) -> list[str]:
         if category not in found:
             found.append(category)
     if bad:
-        raise UserError(f"Not arXiv categories: {', '.join(bad)}; categories look like cs.CL, cs.IR, stat.ML or "
+        shown = ", ".join(b if len(b) <= 40 else b[:39] + "…" for b in bad[:SHOWN_BAD])
+        more = f" and {len(bad) - SHOWN_BAD:,} more" if len(bad) > SHOWN_BAD else ""
+        raise UserError(f"Not arXiv categories: {shown}{more}; categories look like cs.CL, cs.IR, stat.ML or "
                          "hep-th.")
     return found
 
@@ -81,7 +84,10 @@ def followed_categories(store: Store, user_id: str) -> list[str]:
 
 
 def set_followed_categories(store: Store, user_id: str, categories: Sequence[str]) -> list[str]:
-    """Replace what ``user_id`` follows; refuses malformed categories (nothing changes then)."""
+    """Replace what ``user_id`` follows; refuses malformed categories, or more than the most allowed (nothing
+    changes then)."""
+    if len(categories) > MAX_FOLLOWED * 4:  # far past any list of distinct categories: refused before reading it
+        raise UserError(f"Follow at most {MAX_FOLLOWED} categories (this list has {len(categories):,}).")
     wanted = normalise_categories(categories)
     if len(wanted) > MAX_FOLLOWED:
         raise UserError(f"Follow at most {MAX_FOLLOWED} categories.")

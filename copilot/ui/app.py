@@ -13,9 +13,11 @@ from copilot.config import Settings, get_settings
 from copilot.llm.embedded import title_of
 from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
 from copilot.ui.actions import action
+from copilot.ui.chat_tab import CHAT_CONCURRENCY
 from copilot.ui.context import AppContext
-from copilot.ui.identity import GuestCookieMiddleware, GuestTokens, load_secret
+from copilot.ui.identity import GuestCookieMiddleware, guest_tokens
 from copilot.ui.services import Services
+from copilot.ui.sessions import SessionGuard
 from copilot.ui.users import users_mode
 
 STATIC_DIR = Path(__file__).resolve().parent.parent.parent / "static"
@@ -115,34 +117,52 @@ def start_refresh_schedule(settings: Settings, services: Services) -> Any:  # no
 def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: ANN401 - passed to Gradio
     """Start the web server for ``demo`` with this instance's limits and, for guests, the signed session cookie.
 
-    The upload limit is enforced by the server before a byte is stored; the queue is bounded, so a visitor beyond
-    it is told the demo is busy instead of waiting without end. Nothing of the data directory is served as a
-    file: downloads go through Gradio's cache under unguessable paths.
+    The upload limit is enforced by the server before a byte is stored. Answers beyond ``COPILOT_QUEUE_SIZE``
+    waiting for the model are refused by the app with its own "the demo is busy" line; Gradio's own queue is
+    bounded further out (every chat in flight, and as many again), as a guard on memory that the app's line comes
+    before. Nothing of the data directory is served as a file: downloads go through Gradio's cache under
+    unguessable paths. Session-keyed routes serve only the guest that opened the session
+    (:mod:`copilot.ui.sessions`).
     """
     from starlette.middleware import Middleware
 
     app_kwargs = {}
     if users_mode(settings) != "single":
-        tokens = GuestTokens(load_secret(settings))
-        app_kwargs["middleware"] = [Middleware(GuestCookieMiddleware, tokens=tokens)]
+        tokens = guest_tokens(settings)
+        # The cookie first (outermost), so that the session guard inside it sees every request's guest.
+        app_kwargs["middleware"] = [Middleware(GuestCookieMiddleware, tokens=tokens),
+                                    Middleware(SessionGuard, tokens=tokens)]
     kwargs.setdefault("server_name", settings.host)
     kwargs.setdefault("server_port", settings.port)
     # Chats waiting in the model's line and thought-status checks hold a server thread each (up to 32 of each at
     # once): enough threads that page loads and other actions never wait behind them.
     kwargs.setdefault("max_threads", 100)
-    return demo.queue(default_concurrency_limit=2, max_size=settings.queue_size).launch(
+    gradio_queue = settings.queue_size + 2 * CHAT_CONCURRENCY
+    return demo.queue(default_concurrency_limit=2, max_size=gradio_queue).launch(
         max_file_size=f"{settings.max_upload_mb}mb",
         app_kwargs=app_kwargs,
         **kwargs,
     )
 
 
+def start_guest_expiry(settings: Settings, services: Services) -> Any:  # noqa: ANN401 - a RefreshScheduler
+    """On an instance with guests: every hour, delete the data of guests idle for ``COPILOT_GUEST_DAYS``."""
+    from copilot.tasks.refresh import RefreshScheduler
+
+    if users_mode(settings) == "single":
+        return None
+    scheduler = RefreshScheduler(1.0, lambda: services.copilot.expire_idle_guests(), first_delay_s=60)
+    return scheduler if scheduler.start() else None
+
+
 def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: ANN401 - passed to Gradio
-    """Build and serve the app on the configured host and port, with the scheduled refresh when enabled."""
+    """Build and serve the app on the configured host and port, with the scheduled refresh when enabled and, on
+    an instance with guests, the hourly expiry of idle guests' data."""
     settings = settings or get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     services = Services(settings)
     demo = build_app(settings, services)
     start_refresh_schedule(settings, services)
+    start_guest_expiry(settings, services)
     serve(demo, settings, css_paths=[CSS_PATH] if CSS_PATH.exists() else None, theme=gr.themes.Soft(),
           show_error=True, **kwargs)

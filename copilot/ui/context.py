@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -10,9 +12,12 @@ from copilot.config import Settings
 from copilot.engine import Copilot
 from copilot.errors import one_line
 from copilot.storage import StorageError
-from copilot.ui.identity import GuestTokens, load_secret
+from copilot.ui.identity import GuestTokens, guest_tokens
 from copilot.ui.services import Services
-from copilot.ui.users import Mode, resolve_user
+from copilot.limits import is_guest
+from copilot.ui.users import Mode, client_address, resolve_user
+
+MAX_ADDRESSES = 100_000  # guests whose last client address is remembered, the least recently seen forgotten first
 
 
 def page_error(exc: BaseException) -> gr.Error:
@@ -26,10 +31,12 @@ class AppContext:
     services: Services
     mode: Mode
     tokens: GuestTokens | None = field(default=None)
+    _addresses: OrderedDict[str, str | None] = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if self.tokens is None and self.mode != "single":
-            self.tokens = GuestTokens(load_secret(self.settings))
+            self.tokens = guest_tokens(self.settings)
 
     @property
     def copilot(self) -> Copilot:
@@ -37,9 +44,18 @@ class AppContext:
         return self.services.copilot
 
     def user(self, request: gr.Request | None, profile: gr.OAuthProfile | None = None) -> str:
-        """Who is asking; every action starts here, so an unusable database is reported before anything else."""
+        """Who is asking; every action starts here, so an unusable database is reported before anything else.
+        A guest's client address is noted for the allowance all guests from that address share."""
         self.ready()
-        return resolve_user(self.mode, request, profile, self.tokens)
+        user_id = resolve_user(self.mode, request, profile, self.tokens)
+        if self.quotas and is_guest(user_id):
+            address = client_address(request, self.settings)
+            with self._lock:
+                self._addresses[user_id] = address
+                self._addresses.move_to_end(user_id)
+                while len(self._addresses) > MAX_ADDRESSES:
+                    self._addresses.popitem(last=False)
+        return user_id
 
     def ready(self) -> None:
         """Raise the page's error when the database cannot be used: the storage layer's one line, no traceback."""
@@ -59,7 +75,10 @@ class AppContext:
         return not self.single_user
 
     def admit(self, user_id: str, action: str = "question", n: int = 1) -> None:
-        """Count a request of ``user_id`` against its per-minute limit on an instance that serves several people:
-        a model request (a question, a draft, ideas) or ``n`` arXiv requests (``search``)."""
+        """Count a request of ``user_id`` against its limits on an instance that serves several people: a model
+        request (``question``: a question, a draft, ideas), ``n`` arXiv requests (``search``), ``n`` uploads or a
+        memory; a guest's also against the allowance of the client address it came from."""
         if self.quotas:
-            self.copilot.admit(user_id, action, n)
+            with self._lock:
+                address = self._addresses.get(user_id)
+            self.copilot.admit(user_id, action, n, address=address)

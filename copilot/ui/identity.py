@@ -1,8 +1,9 @@
 """Guest identity: a random token the server issues and signs, held by the browser in a cookie.
 
-A visitor who has not signed in is known only by this token. It carries 192 random bits and an HMAC-SHA256
-signature by the instance's secret (``COPILOT_SECRET``, or a key generated once into the data directory), and it
-is verified on every request. Nothing a client can choose maps to another user: a client may drop its cookie
+A visitor who has not signed in is known only by this token. It carries 192 random bits, the time it was issued
+and an HMAC-SHA256 signature of both by the instance's secret (``COPILOT_SECRET``, or a key generated once into the
+data directory), and it is verified on every request. It expires ``COPILOT_GUEST_DAYS`` after it was issued, on
+the server's clock, so a stolen cookie does not open a guest's space for ever. Nothing a client can choose maps to another user: a client may drop its cookie
 and become a new guest, but it cannot name an existing one without that guest's whole token.
 
 ``GuestCookieMiddleware`` issues the cookie on the first request that lacks one (the page load, or
@@ -17,6 +18,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import time
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,8 @@ from copilot.config import Settings
 
 COOKIE = "copilot_guest"
 RANDOM_BYTES = 24  # 192 bits: far past guessing
-COOKIE_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the same browser
+TIME_BYTES = 5  # the issue time, in whole seconds since 1970
+DEFAULT_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the same browser
 SECRET_FILE = "secret.key"
 
 
@@ -60,32 +63,43 @@ def load_secret(settings: Settings) -> bytes:
     return key.encode("ascii")
 
 
-class GuestTokens:
-    """Issues and verifies signed guest tokens: ``<random>.<signature>``, both URL-safe base64."""
+def guest_tokens(settings: Settings) -> GuestTokens:
+    """This instance's token issuer: its secret, and ``COPILOT_GUEST_DAYS`` as a token's lifetime."""
+    return GuestTokens(load_secret(settings), max_age_s=settings.guest_days * 24 * 3600)
 
-    def __init__(self, secret: bytes) -> None:
+
+class GuestTokens:
+    """Issues and verifies signed guest tokens: ``<random and issue time>.<signature>``, both URL-safe base64.
+    ``max_age_s``: how long a token is honoured after it was issued."""
+
+    def __init__(self, secret: bytes, max_age_s: float = DEFAULT_MAX_AGE_S) -> None:
         if len(secret) < 16:
             raise ValueError("COPILOT_SECRET must be at least 16 characters.")
         self._key = hashlib.sha256(b"paper-copilot guest token\0" + secret).digest()
+        self.max_age_s = max_age_s
 
-    def _sign(self, random_part: str) -> str:
-        return _b64(hmac.new(self._key, random_part.encode("ascii"), hashlib.sha256).digest())
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self._key, payload.encode("ascii"), hashlib.sha256).digest())
 
-    def issue(self) -> str:
-        random_part = _b64(secrets.token_bytes(RANDOM_BYTES))
-        return f"{random_part}.{self._sign(random_part)}"
+    def issue(self, now: float | None = None) -> str:
+        issued = int(time.time() if now is None else now).to_bytes(TIME_BYTES, "big")
+        payload = _b64(secrets.token_bytes(RANDOM_BYTES) + issued)
+        return f"{payload}.{self._sign(payload)}"
 
-    def user_id(self, token: str | None) -> str:
-        """The guest id of a verified token; :class:`InvalidToken` for anything else."""
+    def user_id(self, token: str | None, now: float | None = None) -> str:
+        """The guest id of a verified token that has not expired; :class:`InvalidToken` for anything else."""
         if not token:
             raise InvalidToken("No guest session: reload the page (this site needs its cookie to keep your work).")
-        random_part, dot, signature = token.partition(".")
-        if (not dot or not token.isascii() or len(random_part) != len(_b64(bytes(RANDOM_BYTES)))
-                or not hmac.compare_digest(signature.encode("ascii"),
-                                           self._sign(random_part).encode("ascii"))):
+        payload, dot, signature = token.partition(".")
+        if (not dot or not token.isascii() or len(payload) != len(_b64(bytes(RANDOM_BYTES + TIME_BYTES)))
+                or not hmac.compare_digest(signature.encode("ascii"), self._sign(payload).encode("ascii"))):
             raise InvalidToken("Your guest session token is not valid (altered, truncated or from another server): "
                                "reload the page to start a new guest session.")
-        return f"guest-{random_part}"
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        issued = int.from_bytes(raw[RANDOM_BYTES:], "big")
+        if (time.time() if now is None else now) - issued > self.max_age_s:
+            raise InvalidToken("Your guest session has expired: reload the page to start a new guest session.")
+        return f"guest-{_b64(raw[:RANDOM_BYTES])}"
 
     def is_valid(self, token: str | None) -> bool:
         try:
@@ -114,14 +128,14 @@ def _is_https(scope: dict[str, Any]) -> bool:
     return headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip() == b"https"
 
 
-def set_cookie_header(token: str, *, https: bool) -> bytes:
+def set_cookie_header(token: str, *, https: bool, max_age_s: float = DEFAULT_MAX_AGE_S) -> bytes:
     """The ``Set-Cookie`` value: HttpOnly, and ``SameSite=None; Secure`` over HTTPS so that the page works inside
     the Hugging Face Spaces frame."""
     jar: SimpleCookie = SimpleCookie()
     jar[COOKIE] = token
     morsel = jar[COOKIE]
     morsel["path"] = "/"
-    morsel["max-age"] = str(COOKIE_MAX_AGE_S)
+    morsel["max-age"] = str(int(max_age_s))
     morsel["httponly"] = True
     if https:
         morsel["secure"] = True
@@ -158,7 +172,7 @@ class GuestCookieMiddleware:
             others = [v for k, v in scope.get("headers", []) if k == b"cookie"]
             headers.append((b"cookie", b"; ".join([*others, pair])))
             scope = dict(scope, headers=headers)
-        cookie = set_cookie_header(fresh, https=_is_https(scope))
+        cookie = set_cookie_header(fresh, https=_is_https(scope), max_age_s=self.tokens.max_age_s)
 
         async def send_with_cookie(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":

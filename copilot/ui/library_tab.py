@@ -116,6 +116,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             raise gr.Error("Choose one or more PDF files first.")
         files = [Path(p) for p in paths]
         try:
+            ctx.admit(user_id, "upload", len(files))
             report = ctx.copilot.upload(files, user_id, lambda fraction, message: progress(fraction, desc=message),
                                         quotas=ctx.quotas)
         finally:

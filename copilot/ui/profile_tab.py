@@ -91,6 +91,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     @act
     def add_memory(text: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remember something about you."""
+        ctx.admit(user_id, "memory")
         ctx.copilot.remember(text or "", user_id=user_id)
         return "", rows(user_id)
 

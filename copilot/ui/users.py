@@ -53,6 +53,29 @@ def resolve_user(mode: Mode, request: gr.Request | None, profile: gr.OAuthProfil
         raise gr.Error(str(exc)) from exc
 
 
+def proxies(settings: Settings) -> int:
+    """How many reverse proxies stand in front of the app (``COPILOT_PROXY_COUNT``; unset: Spaces has one)."""
+    if settings.proxy_count is not None:
+        return settings.proxy_count
+    return 1 if on_spaces() else 0
+
+
+def client_address(request: gr.Request | None, settings: Settings) -> str | None:
+    """The address a request came from: behind ``n`` trusted proxies, the ``n``-th entry of X-Forwarded-For from
+    the right (the one the outermost proxy saw; entries further left are the client's own word); with none, the
+    connection's peer."""
+    if request is None:
+        return None
+    n = proxies(settings)
+    if n > 0:
+        headers = getattr(request, "headers", None) or {}
+        forwarded = [part.strip() for part in str(headers.get("x-forwarded-for", "")).split(",") if part.strip()]
+        if len(forwarded) >= n:
+            return forwarded[-n]
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) or None
+
+
 def describe_user(user_id: str) -> str:
     """How the page names the current user."""
     if user_id == LOCAL_USER:

@@ -39,7 +39,7 @@ from copilot.limits import check_question
 from copilot.llm import ChatModel, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
-from copilot.thoughts import _REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
+from copilot.thoughts import REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
 from copilot.types import AnswerSources, EvidenceQuote, Grounding, QueuePosition, RetrievedItem, ThoughtJob
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     sources do not say or only repeated the question, or no sentence of its answer is supported by them."""
     if unbearing:
         return "nothing in the papers in scope bears on the question"
-    if not answer or _REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):
+    if not answer or REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):
         return "the model found no answer in the sources"
     if checked is None:
         return ""
@@ -393,15 +393,25 @@ class Answerer:
             return self.gather(question, user_id=user_id, use_thoughts=use_thoughts, include_public=include_public,
                                paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up).items
         s = self.settings
+        _, _, candidates = self._candidates(question, s.top_k, user_id=user_id, use_thoughts=use_thoughts,
+                                            include_public=include_public, paper_ids=paper_ids,
+                                            query_vector=query_vector, follow_up=follow_up)
+        return pack_context(candidates, k=s.top_k, budget_tokens=s.context_budget_tokens,
+                            dedup_threshold=s.dedup_threshold, count_tokens=self.llm.count_tokens).items
+
+    def _candidates(self, question: str, k: int, *, user_id: str, use_thoughts: bool, include_public: bool,
+                    paper_ids: list[str] | None, query_vector: np.ndarray | None, follow_up: FollowUp | None
+                    ) -> tuple[str, np.ndarray, list[tuple[RetrievedItem, np.ndarray]]]:
+        """The text searched for (a follow-up's self-contained query, else ``question``), its vector, and the
+        first ``k`` of the hybrid retrieval for it, thoughts only where their papers are in scope."""
+        s = self.settings
         text = follow_up.query if follow_up is not None else question
         vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
-        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=s.top_k, include_thoughts=use_thoughts,
+        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=k, include_thoughts=use_thoughts,
                                       include_public=include_public, min_confidence=s.min_confidence,
                                       paper_ids=paper_ids, thought_query_vector=self.associative_vector(vector, text),
                                       query_text=text, **retrieval_options(s))
-        return pack_context(self._thoughts_in_scope(candidates, paper_ids), k=s.top_k,
-                            budget_tokens=s.context_budget_tokens, dedup_threshold=s.dedup_threshold,
-                            count_tokens=self.llm.count_tokens).items
+        return text, vector, self._thoughts_in_scope(candidates, paper_ids)
 
     def gather(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
                paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,
@@ -412,15 +422,9 @@ class Answerer:
         when the caller already has it; a ``follow_up`` (:mod:`copilot.followups`) is searched for by its
         self-contained query instead."""
         s = self.settings
-        text = follow_up.query if follow_up is not None else question
-        vector = self.embedder.encode_query(text) if follow_up is not None or query_vector is None else query_vector
-        k = max(s.top_k, s.retrieval_candidates)
-        candidates = retrieve_mixture(self.store, vector, user_id=user_id, k=k, include_thoughts=use_thoughts,
-                                      include_public=include_public, min_confidence=s.min_confidence,
-                                      paper_ids=paper_ids,
-                                      thought_query_vector=self.associative_vector(vector, text),
-                                      query_text=text, **retrieval_options(s))
-        candidates = self._thoughts_in_scope(candidates, paper_ids)
+        text, vector, candidates = self._candidates(
+            question, max(s.top_k, s.retrieval_candidates), user_id=user_id, use_thoughts=use_thoughts,
+            include_public=include_public, paper_ids=paper_ids, query_vector=query_vector, follow_up=follow_up)
         pool = pack_context(candidates, k=s.retrieval_candidates, budget_tokens=10**9,
                             dedup_threshold=s.dedup_threshold).items
         return compress(text, vector, pool, self.sentence_vectors, budget_tokens=s.context_budget_tokens,
@@ -433,10 +437,11 @@ class Answerer:
         if paper_ids is None:
             return candidates
         scope = set(paper_ids)
+        behind = self.store.thoughts.papers_behind_many([item.id for item, _ in candidates if item.kind == "thought"])
         kept = []
         for item, vector in candidates:
             if item.kind == "thought":
-                papers = set(self.store.thoughts.papers_behind(item.id))
+                papers = behind.get(int(item.id), set())
                 if not papers or not papers <= scope:
                     continue
             kept.append((item, vector))

@@ -175,6 +175,8 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
             if isinstance(update, AskResult):
                 result = update
             elif isinstance(update, str) and not as_json:
+                if not shown and update:
+                    echo("draft (unchecked; the checked answer follows):", err=True)
                 echo(update[shown:], nl=False)
                 shown = len(update)
     except SHOWN as exc:

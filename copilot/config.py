@@ -29,8 +29,9 @@ REMOTE_MAX_ANSWER_TOKENS = 256
 # ScholarQA-Multi expert answers by ``python -m copilot.tools.calibration grounding`` (README, "Grounding").
 GROUNDING_THRESHOLD = 0.232
 
-# Real papers and benchmark data live beside the repository (``../shared/data``), never inside it.
-SHARED_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The real papers, recorded arXiv answers and benchmark data the tests and benchmarks read (tests/data, sources and
+# licences in tests/data/LICENSES.md); ``COPILOT_DATA_ROOT`` names another folder of the same layout.
+DATA_ROOT = Path(os.environ.get("COPILOT_DATA_ROOT") or Path(__file__).resolve().parents[1] / "tests" / "data")
 
 
 class Settings(BaseSettings):

@@ -69,7 +69,7 @@ _STATES_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?(?![\w])")
 # its rare terms. Checked on the QA benchmark's unanswerable and answerable questions (README, "Trust").
 MIN_BEARING = 0.35
 GAP = " … "
-_CACHE_SIZE = 4096  # sentence vectors of this many chunks are kept between questions
+_CACHE_SIZE = 1024  # sentence vectors of this many chunks are kept between questions (about 12 MB)
 
 
 @dataclass

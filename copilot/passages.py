@@ -111,7 +111,7 @@ def locate(text: str, pages: dict[int, list[PageWord]]) -> Located:
 
     The alignment keeps order, so a block the parser read in another order than the page lists it (a caption
     it moved, a column it read first) is left out by the first pass; up to ``PASSES`` more passes align what
-    is left of both sides (on the shared papers the mean share of a chunk's words found goes from 98.1% to 99.5%)."""
+    is left of both sides (on the test papers the mean share of a chunk's words found goes from 98.1% to 99.5%)."""
     wanted = chunk_words(text)
     sequence = [w for number in sorted(pages) for w in pages[number]]
     short = len(wanted) < 2 * MIN_RUN  # a heading-sized chunk: any agreement counts

@@ -42,7 +42,7 @@ FEEDBACK_DOWN = 0.25
 RELEVANCE_SLOPE = 10.4
 RELEVANCE_BIAS = -3.13
 # Answers that only say the sources cannot tell carry no knowledge worth keeping.
-_REFUSAL = re.compile(
+REFUSAL = re.compile(
     r"\b(sources? (do|does) not (say|contain|mention|provide|answer|state|specify)|"
     r"do(es)? not (say|mention|answer|state|specify|provide)|don'?t (say|mention|answer|state|specify)|"
     r"(i|we) (do not|don't) know|no (information|mention|details?)|not (enough|sufficient) information|"
@@ -217,7 +217,7 @@ class ThoughtMemory:
                 grounding: Grounding | None = None) -> tuple[ThoughtOutcome, tuple | None]:
         """Everything before the store: the grounding gate, the LLM call and the filters. (a drop, None), or (the
         outcome's annotations, what to store)."""
-        if _REFUSAL.search(answer) or not answer.strip():
+        if REFUSAL.search(answer) or not answer.strip():
             return ThoughtOutcome("dropped", "refusal: the answer says the sources cannot tell"), None
         if not items:
             # Nothing was retrieved (an empty library, say): the answer is the model's own recollection, and a
@@ -280,7 +280,7 @@ class ThoughtMemory:
         if confidence < self.settings.min_confidence:
             return ThoughtOutcome("dropped", f"low_confidence: {confidence:.2f} < {self.settings.min_confidence}",
                                   **base), None
-        if (len(text.split()) < MIN_THOUGHT_WORDS or _REFUSAL.search(text) or _CHITCHAT.search(text)
+        if (len(text.split()) < MIN_THOUGHT_WORDS or REFUSAL.search(text) or _CHITCHAT.search(text)
                 or _LEAD_IN.match(text.strip())):
             return ThoughtOutcome("dropped", "too_short_or_empty: the thought carries no knowledge", **base), None
         vector = self.embedder.encode_documents([text])[0]

@@ -1,4 +1,4 @@
-"""Shared fixtures: isolated settings in a temporary data directory, the repo root, the shared data."""
+"""Shared fixtures: isolated settings in a temporary data directory, the repo root, the test data (tests/data)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import DATA_ROOT, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = SHARED_DATA_DIR
+TEST_DATA = DATA_ROOT
 
 # Tests never reach a model hub: every model comes from an installed package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -19,10 +19,10 @@ import requests
 from copilot.config import Settings
 from copilot.engine import Copilot
 from copilot.storage import Store
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
 DIM = 128
-RECORDINGS = SHARED_DATA / "arxiv_api"
+RECORDINGS = TEST_DATA / "arxiv_api"
 
 
 class WordTokenizer:
@@ -138,7 +138,7 @@ def build_real_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     if not ids_file.exists():
         settings = Settings(data_dir=data_dir)
         library = Library.open(settings, embedder=get_embedder(settings))
-        ids = {name: library.add_pdf(SHARED_DATA / "papers" / file).paper_id for name, file in REAL_PAPERS.items()}
+        ids = {name: library.add_pdf(TEST_DATA / "papers" / file).paper_id for name, file in REAL_PAPERS.items()}
         library.store.close()
         ids_file.write_text(json.dumps(ids))
     return data_dir, json.loads(ids_file.read_text())

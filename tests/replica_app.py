@@ -1,6 +1,6 @@
 """One replica of the web app for the two-replica tests, in a process of its own: the real UI, engine, library and
 store on a shared PostgreSQL database, with the hash embedder (no model to load), a scripted LLM (tests only) and
-an arXiv stand-in whose PDFs the shared papers are, served over local HTTP.
+an arXiv stand-in whose PDFs the test papers are, served over local HTTP.
 
 Usage: python -m tests.replica_app PORT DATABASE_URL DATA_DIR [--hold-thoughts MARKER]. With ``--hold-thoughts``
 every thought call touches MARKER and then never returns: the replica has answered, its thought is not written,
@@ -23,7 +23,7 @@ from copilot.ui import build_app, serve
 from copilot.ui.services import Services
 from copilot.library import Library
 from tests.library_support import HashEmbedder
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, StubArxiv, pdf_server
+from tests.ui_harness import TEST_PAPERS, RoutedLLM, StubArxiv, pdf_server
 
 LEASE_S = 2.0  # a dead replica's thought jobs are taken over after this long
 POLL_S = 0.5  # how often a replica looks for them
@@ -55,7 +55,7 @@ def main() -> None:
     llm = HeldThoughtsLLM(args.hold_thoughts) if args.hold_thoughts else RoutedLLM()
     store = Store.open(settings)
     copilot = Copilot(settings, store, HashEmbedder(), llm, adopt_jobs=True)  # as the web app's own engine
-    _, base_url = pdf_server(SHARED_PAPERS)
+    _, base_url = pdf_server(TEST_PAPERS)
     library = Library.open(settings, store=store, embedder=copilot.embedder, arxiv=StubArxiv(base_url))
     demo = build_app(settings, Services(settings, copilot, library), warm_up=False)
     serve(demo, settings, server_name="127.0.0.1", server_port=args.port, prevent_thread_lock=True, quiet=True)

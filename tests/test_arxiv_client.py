@@ -11,9 +11,9 @@ import requests
 from ingest import arxiv_client
 from ingest.arxiv_client import ArxivClient, parse_arxiv_id
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError, InvalidArxivId
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-RECORDINGS_DIR = SHARED_DATA / "arxiv_api"
+RECORDINGS_DIR = TEST_DATA / "arxiv_api"
 API = "https://export.arxiv.org/api/query?"
 
 

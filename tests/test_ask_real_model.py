@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from copilot.config import GROUNDING_THRESHOLD
-from tests.conftest import ROOT, SHARED_DATA, clean_env
+from tests.conftest import ROOT, TEST_DATA, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_ask_json_with_the_embedded_model(tmp_path: Path, embedded_model: str) -> None:
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
                          "COPILOT_LLM_MODEL": embedded_model}
-    added = cli("-m", "copilot", "papers", "add", str(SHARED_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
+    added = cli("-m", "copilot", "papers", "add", str(TEST_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
                 env=env)
     assert added.returncode == 0, added.stderr
     paper_id = json.loads(added.stdout)["results"][0]["paper_id"]

@@ -47,7 +47,7 @@ from copilot.association.lora_training import (
     summed_info_nce,
 )
 from copilot.association.report import both_sides
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
@@ -434,7 +434,6 @@ def test_both_sides_ablation_with_an_identity_adapter_changes_nothing() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (SHARED_DATA_DIR / "association").exists(), reason="the simulated lives are not available")
 def test_cross_validation_holds_every_person_out_once_and_pools_their_hits(embedder: Embedder) -> None:
     from copilot.association.crossval import LORA, MLP, UNTRAINED, cross_validate, markdown
     from copilot.association.data import DEFAULT_LIVES_DIR, load_lives

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import ROOT, TEST_DATA
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -26,7 +26,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAPERS = ["N18-3011.pdf", "2020.acl-main.207.pdf", "2020.acl-main.447.pdf", "2023.eacl-main.121.pdf"]
 # A 135M model does not turn every answer into a thought worth keeping (the filter drops weak ones), so the walk
-# asks until one is kept: five tries, each a question the shared papers answer.
+# asks until one is kept: five tries, each a question the test papers answer.
 QUESTIONS = ["What is the literature graph of Semantic Scholar?",
              "What does LongEval recommend for human evaluation of faithfulness?",
              "How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
@@ -119,7 +119,7 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
 
     # Library: upload the four shared papers, with progress, and see them listed.
     _tab(page, "Library")
-    page.locator("#upload-files input[type=file]").set_input_files([str(SHARED_DATA / "papers" / p) for p in PAPERS])
+    page.locator("#upload-files input[type=file]").set_input_files([str(TEST_DATA / "papers" / p) for p in PAPERS])
     page.wait_for_timeout(1500)
     page.locator("#upload-add").click()
     notice = _wait_text(page, "#library-notice", r"(added|already)[\s\S]*(added|already)[\s\S]*(added|already)"
@@ -333,7 +333,7 @@ def test_two_browsers_are_two_guests_with_private_cookies(browser, tmp_path: Pat
             for page in (page_a, page_b):
                 page.goto(url, wait_until="domcontentloaded", timeout=60_000)
                 _tab(page, "Library")
-            page_a.locator("#upload-files input[type=file]").set_input_files([str(SHARED_DATA / "papers" / PAPERS[0])])
+            page_a.locator("#upload-files input[type=file]").set_input_files([str(TEST_DATA / "papers" / PAPERS[0])])
             page_a.wait_for_timeout(1000)
             page_a.locator("#upload-add").click()
             _wait_text(page_a, "#library-notice", "added as pdf-", timeout=120_000)

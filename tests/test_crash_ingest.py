@@ -19,10 +19,10 @@ from copilot.tools import doctor
 from copilot.cli import cli
 from copilot.config import Settings
 from copilot.storage import Store
-from tests.conftest import ROOT, SHARED_DATA, clean_env
+from tests.conftest import ROOT, TEST_DATA, clean_env
 
 CHILD = Path(__file__).with_name("crash_ingest.py")
-PDFS = sorted((SHARED_DATA / "papers").glob("*.pdf"))
+PDFS = sorted((TEST_DATA / "papers").glob("*.pdf"))
 KILLS = 6
 
 

@@ -20,7 +20,7 @@ from gradio_client import Client, handle_file
 
 from copilot.config import Settings
 from copilot.ui.sessions import EVENT, OFF, SESSION_ROUTES
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
+from tests.ui_harness import TEST_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +131,7 @@ def test_another_guests_session_hash_or_event_id_opens_nothing(demo) -> None:  #
 
 def _copy(root: Path, name: str, as_name: str) -> str:
     copy = root / as_name
-    shutil.copy(SHARED_PAPERS / name, copy)
+    shutil.copy(TEST_PAPERS / name, copy)
     return handle_file(str(copy))
 
 
@@ -193,3 +193,17 @@ def test_thirty_chats_at_a_full_line_are_told_in_the_apps_own_words(demo) -> Non
             scheduler.release(ticket)
     assert not [o for o in outcomes if "Queue is full" in o or "currently busy" in o]
     assert all(f"The demo is busy: {size} answers are waiting" in o for o in outcomes), set(outcomes)
+
+
+def test_a_streaming_draft_is_marked_unchecked_until_the_check_replaces_it(demo) -> None:  # noqa: ANN001
+    from copilot.ui.chat_tab import DRAFT_LABEL
+
+    url, _, root = demo
+    client = _client(url, "198.51.100.20")
+    client.predict([_copy(root, "N18-3011.pdf", "graph.pdf")], api_name="/upload_pdfs")
+    job = client.submit("What is the literature graph?", [], [], False, False, api_name="/chat")
+    job.result(timeout=120)
+    contents = [str(output[1][-1]["content"]) for output in job.outputs() if output[1]]
+    drafts = [c for c in contents if DRAFT_LABEL in c]
+    assert drafts and "On What is the literature graph" in drafts[-1], contents
+    assert DRAFT_LABEL not in contents[-1] and "Supporting quotes" in contents[-1], contents[-1]

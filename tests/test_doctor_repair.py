@@ -13,7 +13,7 @@ from copilot.cli import cli
 from copilot.config import Settings
 from copilot.storage import Store
 from copilot.library import Library
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 from tests.library_support import HashEmbedder
 
 STORAGE_CHECKS = [doctor.check_sqlite, doctor.check_files, doctor.check_index]
@@ -22,7 +22,7 @@ STORAGE_CHECKS = [doctor.check_sqlite, doctor.check_files, doctor.check_index]
 def add_papers(settings: Settings) -> dict[str, int]:
     library = Library.open(settings, embedder=HashEmbedder())
     try:
-        added = [library.add_pdf(SHARED_DATA / "papers" / name, user_id=user)
+        added = [library.add_pdf(TEST_DATA / "papers" / name, user_id=user)
                  for name, user in (("N18-3011.pdf", "ada"), ("2020.acl-main.207.pdf", "bob"))]
     finally:
         library.store.close()

@@ -12,9 +12,9 @@ import os
 
 from ingest.download import being_written, download_pdf, stage_upload
 from ingest.errors import DownloadError, PDFError
-from tests.conftest import SHARED_DATA, free_port
+from tests.conftest import TEST_DATA, free_port
 
-PDF = SHARED_DATA / "papers" / "N18-3011.pdf"
+PDF = TEST_DATA / "papers" / "N18-3011.pdf"
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot.eval.__main__ import main
-from tests.conftest import ROOT, SHARED_DATA, clean_env
+from tests.conftest import ROOT, TEST_DATA, clean_env
 
 
 def test_help_documents_the_options() -> None:
@@ -40,7 +40,7 @@ def test_bad_options_are_refused(args: list[str]) -> None:
 def test_quick_run_with_the_embedded_model(tmp_path: Path) -> None:
     papers = tmp_path / "papers"
     papers.mkdir()
-    shutil.copy(SHARED_DATA / "papers" / "N18-3011.pdf", papers)
+    shutil.copy(TEST_DATA / "papers" / "N18-3011.pdf", papers)
     out, app = tmp_path / "run", tmp_path / "app"
     command = [sys.executable, "-m", "copilot.eval", "--task", "abstract-single", "--quick", "--data", str(papers),
                "--methods", "thought-retriever,dense,no-retrieval", "--warmup", "1", "--budget", "300",

@@ -20,7 +20,7 @@ from copilot.eval.runner import EvalConfig, run_evaluation
 from copilot.eval.tasks import halves, load_task, sample_indices
 from copilot.llm.base import GenerationOptions, Message
 from copilot.storage import Store
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 from tests.scripted_llm import ScriptedLLM
 
 
@@ -80,10 +80,10 @@ def embedder():  # noqa: ANN201
 def data(tmp_path: Path) -> dict[str, Path]:
     papers = tmp_path / "papers"
     papers.mkdir()
-    shutil.copy(SHARED_DATA / "papers" / "N18-3011.pdf", papers)
-    synthesis = json.loads((SHARED_DATA / "scholarqa" / "scholarqa_multi_human_answers.json").read_text())[:4]
+    shutil.copy(TEST_DATA / "papers" / "N18-3011.pdf", papers)
+    synthesis = json.loads((TEST_DATA / "scholarqa" / "scholarqa_multi_human_answers.json").read_text())[:4]
     (tmp_path / "synthesis.json").write_text(json.dumps(synthesis))
-    claims = (SHARED_DATA / "scholarqa" / "scifact_test.jsonl").read_text().splitlines()[:6]
+    claims = (TEST_DATA / "scholarqa" / "scifact_test.jsonl").read_text().splitlines()[:6]
     (tmp_path / "claims.jsonl").write_text("\n".join(claims) + "\n")
     return {"abstract-single": papers, "synthesis": tmp_path / "synthesis.json", "claims": tmp_path / "claims.jsonl"}
 

@@ -13,10 +13,10 @@ from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.library import Library
 from copilot.limits import GUEST_PREFIX
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 from tests.scripted_llm import ScriptedLLM
 
-PAPER = SHARED_DATA / "papers" / "N18-3011.pdf"
+PAPER = TEST_DATA / "papers" / "N18-3011.pdf"
 OLD = "2020-01-01T00:00:00+00:00"
 # Every table a guest's records live in, and the column naming its owner.
 OWNED = ["papers", "queries", "memories", "thoughts", "conversations", "conversation_turns", "profiles", "follows",

@@ -16,10 +16,10 @@ from ingest.errors import IngestError, PDFError
 from copilot.library import Library
 from ingest.models import PaperMetadata
 from copilot.types import ThoughtSource
-from tests.conftest import ROOT, SHARED_DATA, clean_env, count_rows, get_row
+from tests.conftest import ROOT, TEST_DATA, clean_env, count_rows, get_row
 
 pytestmark = pytest.mark.slow
-PAPERS = SHARED_DATA / "papers"
+PAPERS = TEST_DATA / "papers"
 LITGRAPH = PAPERS / "N18-3011.pdf"
 
 

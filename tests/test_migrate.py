@@ -18,7 +18,7 @@ from copilot.storage import Store
 from copilot.storage.copy import NOT_COPIED, TABLES
 from copilot.types import ThoughtSource, VectorFilter
 from copilot.library import Library
-from tests.conftest import SHARED_DATA, all_rows, count_rows
+from tests.conftest import TEST_DATA, all_rows, count_rows
 from tests.library_support import HashEmbedder
 
 PAPERS = ("N18-3011.pdf", "2020.acl-main.207.pdf")
@@ -29,8 +29,8 @@ def build_instance(data_dir: Path) -> dict[str, object]:
     embedder = HashEmbedder()
     store = Store(data_dir / "copilot.db", data_dir / "index")
     library = Library(store, data_dir / "pdfs", embedder=embedder)
-    ada = library.add_pdf(SHARED_DATA / "papers" / PAPERS[0], user_id="ada").paper_id
-    bob = library.add_pdf(SHARED_DATA / "papers" / PAPERS[1], user_id="bob").paper_id
+    ada = library.add_pdf(TEST_DATA / "papers" / PAPERS[0], user_id="ada").paper_id
+    bob = library.add_pdf(TEST_DATA / "papers" / PAPERS[1], user_id="bob").paper_id
     chunks = store.chunks.ids_of(ada)
     first = store.thoughts.add(user_id="ada", text="Citation graphs link papers to their references.",
                                confidence=0.8, depth=1, public=False,

@@ -17,7 +17,7 @@ from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.pdf import parse_pdf
 from tests.library_support import make_copilot
 from tests.scripted_llm import ScriptedLLM
-from tests.ui_harness import SHARED_PAPERS
+from tests.ui_harness import TEST_PAPERS
 
 PAPERS = ["2020.acl-main.207", "2020.acl-main.447", "2023.eacl-main.121", "N18-3011"]
 
@@ -26,7 +26,7 @@ PAPERS = ["2020.acl-main.207", "2020.acl-main.447", "2023.eacl-main.121", "N18-3
 def chunked() -> dict[str, list]:
     """Each shared paper's chunks as the library cuts them (the embedder's tokenizer, default options)."""
     tokenizer = load_tokenizer()
-    return {name: chunk_paper(name, parse_pdf(SHARED_PAPERS / f"{name}.pdf"), tokenizer, ChunkingOptions())
+    return {name: chunk_paper(name, parse_pdf(TEST_PAPERS / f"{name}.pdf"), tokenizer, ChunkingOptions())
             for name in PAPERS}
 
 
@@ -43,7 +43,7 @@ def test_words_compare_across_ligatures_hyphens_and_line_ends() -> None:
 def test_every_chunk_of_the_shared_papers_is_highlighted_on_its_page(chunked: dict[str, list]) -> None:
     coverages, off_page, total = [], 0, 0
     for name, chunks in chunked.items():
-        with pymupdf.open(SHARED_PAPERS / f"{name}.pdf") as doc:
+        with pymupdf.open(TEST_PAPERS / f"{name}.pdf") as doc:
             words = {i + 1: page_words(doc[i].get_text("words"), i + 1) for i in range(doc.page_count)}
             for chunk in chunks:
                 near = {p: w for p, w in words.items() if chunk.page_start - 1 <= p <= chunk.page_end + 1}
@@ -79,7 +79,7 @@ def _covered(word: tuple, rects: list) -> bool:
 def test_the_highlight_covers_the_chunk_and_little_else(chunked: dict[str, list]) -> None:
     """Read back from the page, independently of the matcher: the words under the highlight are the chunk's."""
     for name, chunks in chunked.items():
-        with pymupdf.open(SHARED_PAPERS / f"{name}.pdf") as doc:
+        with pymupdf.open(TEST_PAPERS / f"{name}.pdf") as doc:
             for chunk in chunks[1::8]:
                 near = {p: page_words(doc[p - 1].get_text("words"), p)
                         for p in range(max(1, chunk.page_start - 1), min(doc.page_count, chunk.page_end + 1) + 1)}
@@ -96,10 +96,10 @@ def test_the_highlight_covers_the_chunk_and_little_else(chunked: dict[str, list]
 
 def test_the_rendered_page_shows_the_highlight(chunked: dict[str, list]) -> None:
     chunk = chunked["N18-3011"][5]
-    shown = render_passage(SHARED_PAPERS / "N18-3011.pdf", chunk.text, chunk.page_start, chunk.page_end, dpi=72)
+    shown = render_passage(TEST_PAPERS / "N18-3011.pdf", chunk.text, chunk.page_start, chunk.page_end, dpi=72)
     assert shown.png.startswith(b"\x89PNG") and shown.pages == [chunk.page_start]
     image = pymupdf.Pixmap(shown.png)
-    with pymupdf.open(SHARED_PAPERS / "N18-3011.pdf") as doc:
+    with pymupdf.open(TEST_PAPERS / "N18-3011.pdf") as doc:
         width, height = doc[0].rect.width, doc[0].rect.height
     assert (image.width, image.height) == (shown.width, shown.height)
     assert abs(image.width - width) <= 1 and abs(image.height - height) <= 1, "one pixel a point at 72 DPI"
@@ -113,10 +113,10 @@ def test_the_rendered_page_shows_the_highlight(chunked: dict[str, list]) -> None
 
 def test_a_chunk_over_a_page_break_shows_both_pages(chunked: dict[str, list]) -> None:
     chunk = next(c for c in chunked["2020.acl-main.207"] if c.page_end > c.page_start)
-    shown = render_passage(SHARED_PAPERS / "2020.acl-main.207.pdf", chunk.text, chunk.page_start, chunk.page_end,
+    shown = render_passage(TEST_PAPERS / "2020.acl-main.207.pdf", chunk.text, chunk.page_start, chunk.page_end,
                            dpi=36)
     assert shown.pages == [chunk.page_start, chunk.page_end]
-    with pymupdf.open(SHARED_PAPERS / "2020.acl-main.207.pdf") as doc:
+    with pymupdf.open(TEST_PAPERS / "2020.acl-main.207.pdf") as doc:
         width, height = doc[0].rect.width / 2, doc[0].rect.height / 2
     assert abs(shown.width - width) <= 1 and shown.height > 2 * height, "two pages, one below the other"
 
@@ -124,7 +124,7 @@ def test_a_chunk_over_a_page_break_shows_both_pages(chunked: dict[str, list]) ->
 def test_the_engine_shows_only_what_the_user_may_see(tmp_path: Path) -> None:
     copilot = make_copilot(tmp_path, ScriptedLLM())
     upload = tmp_path / "graph.pdf"
-    shutil.copy(SHARED_PAPERS / "N18-3011.pdf", upload)
+    shutil.copy(TEST_PAPERS / "N18-3011.pdf", upload)
     paper_id = copilot.library.add_pdf(upload, user_id="ada").paper_id
     chunk = copilot.store.chunks.of_paper(paper_id)[6]
 
@@ -132,7 +132,7 @@ def test_the_engine_shows_only_what_the_user_may_see(tmp_path: Path) -> None:
     assert passage.paper_id == paper_id and passage.section == chunk.section and passage.text == chunk.text
     assert passage.pages and chunk.page_start - 1 <= passage.pages[0] <= chunk.page_end + 1
     assert passage.coverage >= 0.85 and passage.png.startswith(b"\x89PNG")
-    with pymupdf.open(SHARED_PAPERS / "N18-3011.pdf") as doc:
+    with pymupdf.open(TEST_PAPERS / "N18-3011.pdf") as doc:
         assert abs(passage.width - doc[0].rect.width * copilot.settings.passage_dpi / 72) <= 1
 
     with pytest.raises(NotFound) as other:

@@ -7,11 +7,10 @@ import pytest
 
 from ingest.pdf import parse_pdf
 from ingest.pdf.front import authors_from_first_page, authors_from_metadata, year_of
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-PAPERS = SHARED_DATA / "papers"
+PAPERS = TEST_DATA / "papers"
 
-pytestmark = pytest.mark.skipif(not PAPERS.is_dir(), reason=f"the shared papers are not at {PAPERS}")
 
 # (file, year, number of authors, first author, last author), as printed on each paper's first page.
 EXPECTED = [

@@ -17,9 +17,9 @@ from ingest.models import ParsedPaper
 from ingest.pdf import UNTITLED_SECTION, parse_pdf
 from ingest.references import RefLine, split_references
 from ingest.sections import HeadingDetector, normalise_heading, plausible_successor
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-PAPERS = SHARED_DATA / "papers"
+PAPERS = TEST_DATA / "papers"
 WITH_S2ORC = ["N18-3011", "2020.acl-main.207"]
 WITHOUT_S2ORC = ["2020.acl-main.447", "2023.eacl-main.121"]
 ALL_PAPERS = WITH_S2ORC + WITHOUT_S2ORC
@@ -30,7 +30,6 @@ TITLES = {
     "2023.eacl-main.121": "LONGEVAL: Guidelines for Human Evaluation of Faithfulness in Long-form Summarization",
 }
 
-pytestmark = pytest.mark.skipif(not PAPERS.is_dir(), reason=f"the shared papers are not at {PAPERS}")
 
 
 @functools.cache

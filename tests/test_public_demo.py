@@ -2,7 +2,7 @@
 a limit on everything a visitor could exhaust, each refused with one line and nothing stored lost.
 
 The app runs in this process in ``session`` users mode, with small limits, the real store, library, embedder and
-UI; the LLM is a scripted test double and arXiv a stand-in serving the shared papers over local HTTP. Every
+UI; the LLM is a scripted test double and arXiv a stand-in serving the test papers over local HTTP. Every
 ``gradio_client.Client`` is a browser of its own, so each test's clients are new guests.
 """
 
@@ -19,7 +19,7 @@ from gradio_client import Client, handle_file
 from copilot.config import Settings
 from copilot.llm import LLMError
 from copilot.ui.identity import COOKIE
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
+from tests.ui_harness import TEST_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,7 @@ def _rows(table: dict | list) -> list[list]:
 def _copy(root: Path, name: str, as_name: str) -> str:
     """A shared paper under another name (the same bytes: other guests may have uploaded it too)."""
     copy = root / as_name
-    shutil.copy(SHARED_PAPERS / name, copy)
+    shutil.copy(TEST_PAPERS / name, copy)
     return handle_file(str(copy))
 
 

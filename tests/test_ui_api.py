@@ -1,7 +1,7 @@
 """Every ``api_name`` of the web app through ``gradio_client``, and two users who must not see each other.
 
 The app runs in this process with the real store, library, embedder and UI; the LLM is a scripted test
-double and arXiv a stand-in whose PDFs are the shared papers served over local HTTP. Each client is its own
+double and arXiv a stand-in whose PDFs are the test papers served over local HTTP. Each client is its own
 browser session, and the app runs in ``session`` users mode, so clients A and B are two different users.
 """
 
@@ -15,7 +15,7 @@ from gradio_client import Client, handle_file
 
 from copilot.config import Settings
 from copilot.prompts import ANSWER_SYSTEM
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process
+from tests.ui_harness import TEST_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ def _client(url: str) -> Client:
 
 def _upload(client: Client, root: Path, name: str, as_name: str) -> list[list]:
     copy = root / as_name
-    shutil.copy(SHARED_PAPERS / name, copy)
+    shutil.copy(TEST_PAPERS / name, copy)
     notice, papers = client.predict([handle_file(str(copy))], api_name="/upload_pdfs")
     assert "added" in notice or "already in your library" in notice, notice
     return papers["data"] if isinstance(papers, dict) else papers

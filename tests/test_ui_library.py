@@ -14,7 +14,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
-from tests.ui_harness import SHARED_PAPERS, RoutedLLM, app_in_process, metadata
+from tests.ui_harness import TEST_PAPERS, RoutedLLM, app_in_process, metadata
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def _upload(client: Client, root: Path, name: str, as_name: str) -> list[list]:
     """Upload a copy of a shared paper whose bytes differ from the one the arXiv stand-in serves (a trailing
     comment), so that it is an upload of its own rather than the arXiv paper already stored."""
     copy = root / as_name
-    copy.write_bytes((SHARED_PAPERS / name).read_bytes() + b"\n% the user's own copy\n")
+    copy.write_bytes((TEST_PAPERS / name).read_bytes() + b"\n% the user's own copy\n")
     notice, papers = client.predict([handle_file(str(copy))], api_name="/upload_pdfs")
     assert "added" in notice or "already in your library" in notice, notice
     return _rows(papers)
@@ -112,7 +112,7 @@ def test_a_file_field_is_listed_never_read_from_the_server(app) -> None:  # noqa
     """A visitor's export naming a PDF on the server's own disk gets it listed for upload, not added."""
     url, _, _, root = app
     client = _client(url)
-    on_server = (SHARED_PAPERS / "2023.eacl-main.121.pdf").resolve()
+    on_server = (TEST_PAPERS / "2023.eacl-main.121.pdf").resolve()
     bib = root / "server-path.bib"
     bib.write_text(f"@article{{probe, title = {{LongEval}}, file = {{Full Text PDF:{on_server}:application/pdf}}}}\n")
     summary, result, papers = client.predict(handle_file(str(bib)), api_name="/import_bibtex")

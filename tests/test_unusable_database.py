@@ -21,7 +21,7 @@ from copilot.config import Settings
 from copilot.storage import StorageError, Store
 from copilot.ui.context import AppContext
 from copilot.ui.services import Services
-from tests.conftest import ROOT, SHARED_DATA, clean_env
+from tests.conftest import ROOT, TEST_DATA, clean_env
 
 
 def good_database(data: Path) -> bytes:
@@ -113,7 +113,7 @@ def test_what_counts_as_an_unusable_database(tmp_path: Path) -> None:
     assert "is damaged or not a SQLite database (database disk image is malformed): move it away" in str(damaged)
 
 
-PDF = str(SHARED_DATA / "papers" / "N18-3011.pdf")
+PDF = str(TEST_DATA / "papers" / "N18-3011.pdf")
 COMMANDS = [
     (papers_cli, ["list"]), (papers_cli, ["list", "--json"]), (papers_cli, ["add", PDF, "--quiet"]),
     (papers_cli, ["show", "p1"]), (papers_cli, ["remove", "p1"]),

@@ -13,10 +13,10 @@ from copilot.engine import add_message
 from ingest.errors import IngestError
 from copilot.library import Library, upload_paper_id
 from ingest.models import PaperMetadata
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 from tests.library_support import HashEmbedder
 
-LITGRAPH = SHARED_DATA / "papers" / "N18-3011.pdf"
+LITGRAPH = TEST_DATA / "papers" / "N18-3011.pdf"
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def stored_state(lib: Library) -> dict:
 def test_a_truncated_upload_is_refused_naming_the_users_file(library: Library, tmp_path: Path) -> None:
     library.add_pdf(LITGRAPH, user_id="ada")
     before = stored_state(library)
-    data = (SHARED_DATA / "papers" / "2020.acl-main.207.pdf").read_bytes()
+    data = (TEST_DATA / "papers" / "2020.acl-main.207.pdf").read_bytes()
     cut = tmp_path / "specter draft.pdf"
     cut.write_bytes(data[: int(len(data) * 0.3)])
     with pytest.raises(IngestError) as info:

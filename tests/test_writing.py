@@ -26,7 +26,7 @@ from copilot.tasks.writing import (
     draft_synthesis,
     resolve_citations,
 )
-from tests.conftest import ROOT, SHARED_DATA, clean_env
+from tests.conftest import ROOT, TEST_DATA, clean_env
 from tests.library_support import add_paper, make_copilot, recorded_client
 from tests.scripted_llm import ScriptedLLM
 
@@ -387,7 +387,7 @@ def test_real_model_drafts_an_abstract(real_library: tuple[Path, dict[str, str]]
     result = run_cli("draft", "abstract", ids["specter"], "--json", data_dir=data_dir, model=embedded_model)
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
-    real = json.loads((SHARED_DATA / "papers" / "2020.acl-main.207.json").read_text())["abstract"]
+    real = json.loads((TEST_DATA / "papers" / "2020.acl-main.207.json").read_text())["abstract"]
     assert record["kind"] == "abstract" and record["llm_calls"] == 1
     assert len(record["text"].split()) >= 30 and record["text"] not in real
     assert record["citations"] == [] and [s["paper_id"] for s in record["sources"]] == [ids["specter"]]

@@ -1,5 +1,5 @@
 """An in-process app for API and isolation tests: the real UI, store, library and embedder, with a scripted
-LLM (tests only) and an arXiv stand-in whose PDFs come from a local HTTP server serving the shared papers."""
+LLM (tests only) and an arXiv stand-in whose PDFs come from a local HTTP server serving the test papers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 from copilot.llm.base import GenerationOptions, Message
 from ingest.errors import ArxivNotFound, ArxivUnavailable
 from ingest.models import PaperMetadata
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 from tests.scripted_llm import ScriptedLLM
 
 
@@ -73,7 +73,7 @@ def metadata(arxiv_id: str, title: str, pdf_url: str, category: str = "cs.CL") -
 
 
 class StubArxiv:
-    """Answers searches with fixed metadata whose PDFs are the shared papers; ``offline`` makes it fail as
+    """Answers searches with fixed metadata whose PDFs are the test papers; ``offline`` makes it fail as
     arXiv does when unreachable."""
 
     def __init__(self, base_url: str) -> None:
@@ -119,7 +119,7 @@ class StubArxiv:
         """No pacing needed for a local server."""
 
 
-SHARED_PAPERS = SHARED_DATA / "papers"
+TEST_PAPERS = TEST_DATA / "papers"
 
 
 @contextlib.contextmanager
@@ -136,7 +136,7 @@ def app_in_process(settings: Any, llm: Any) -> Iterator[tuple[str, Any, StubArxi
 
     store = Store.open(settings)
     copilot = Copilot(settings, store, get_embedder(settings), llm)
-    server, base_url = pdf_server(SHARED_PAPERS)
+    server, base_url = pdf_server(TEST_PAPERS)
     arxiv = StubArxiv(base_url)
     services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
                                                         arxiv=arxiv))

@@ -13,10 +13,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from copilot.config import SHARED_DATA_DIR
+from copilot.config import DATA_ROOT
 
-DEFAULT_LIVES_DIR = SHARED_DATA_DIR / "association"
-DEFAULT_LOCOMO = SHARED_DATA_DIR / "locomo" / "locomo10.json"
+DEFAULT_LIVES_DIR = Path(__file__).resolve().parent / "lives"  # the simulated lives the shipped adapter learned from
+
+
+def locomo_path(root: Path = DATA_ROOT) -> Path:
+    """LoCoMo under ``root``: the whole set (``locomo10.json``) where the data root has it, else the excerpt of two
+    conversations kept with the tests (LoCoMo is CC BY-NC 4.0: tests/data/LICENSES.md)."""
+    whole = root / "locomo" / "locomo10.json"
+    return whole if whole.exists() else root / "locomo" / "locomo-2conv.json"
+
+
+DEFAULT_LOCOMO = locomo_path()
 LIFE_KEYS = ("person", "statement", "relation", "time_gap", "triggers", "direct_question")
 RELATIONS = ("causal", "state", "goal", "value")
 

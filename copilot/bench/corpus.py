@@ -1,4 +1,4 @@
-"""Realistic vectors at any size, grown from real texts (``../shared/data``), never uniform random ones.
+"""Realistic vectors at any size, grown from real texts (the data root, ``tests/data``), never uniform random ones.
 
 Uniform random vectors are the worst case for HNSW and say nothing about papers: real embeddings lie on a
 low-dimensional, clustered surface. So the benchmark embeds every real text it has (paper paragraphs and
@@ -18,14 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from copilot.config import SHARED_DATA_DIR
+from copilot.association.data import DEFAULT_LIVES_DIR, locomo_path
+from copilot.config import DATA_ROOT
 
 NEIGHBOURS = 20
 NOISE = 0.01
 MAX_TEXT_CHARS = 1200
 
 
-def real_texts(shared: Path = SHARED_DATA_DIR, limit: int = 16_000) -> list[str]:
+def real_texts(shared: Path = DATA_ROOT, limit: int = 16_000) -> list[str]:
     """Distinct real texts, papers first."""
     texts: list[str] = []
     for path in sorted((shared / "papers").glob("*.json")):
@@ -37,11 +38,11 @@ def real_texts(shared: Path = SHARED_DATA_DIR, limit: int = 16_000) -> list[str]
         texts.append(item.get("output", ""))
     for line in (shared / "scholarqa" / "scifact_test.jsonl").read_text().splitlines():
         texts += [c.get("text", "") for c in json.loads(line).get("gold_ctx", [])]
-    for conversation in json.loads((shared / "locomo" / "locomo10.json").read_text()):
+    for conversation in json.loads(locomo_path(shared).read_text()):
         for key, session in conversation["conversation"].items():
             if key.startswith("session_") and isinstance(session, list):
                 texts += [turn.get("text", "") for turn in session]
-    for path in sorted((shared / "association").glob("lives_*.jsonl")):
+    for path in sorted(DEFAULT_LIVES_DIR.glob("lives_*.jsonl")):
         for line in path.read_text().splitlines():
             life = json.loads(line)
             texts += [life.get("statement", ""), *life.get("triggers", [])]
@@ -57,7 +58,7 @@ def real_texts(shared: Path = SHARED_DATA_DIR, limit: int = 16_000) -> list[str]
     return distinct[:limit]
 
 
-def real_queries(shared: Path = SHARED_DATA_DIR, limit: int = 200) -> list[str]:
+def real_queries(shared: Path = DATA_ROOT, limit: int = 200) -> list[str]:
     questions = [item["input"] for item in json.loads(
         (shared / "scholarqa" / "scholarqa_multi_human_answers.json").read_text())]
     questions += [json.loads(line)["input"] for line in (shared / "scholarqa" / "scifact_test.jsonl").read_text()

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import click
 
-from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.config import DATA_ROOT, Settings, apply_offline_defaults
 from copilot.library import Library
 from ingest.chunking import chunk_paper
 from ingest.pdf import parse_pdf
 
-DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
+DEFAULT_PAPERS = DATA_ROOT / "papers"
 
 
 def bench_paper(path: Path, library: Library, repeats: int) -> dict:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import DATA_ROOT, Settings
 from copilot.engine import AskResult, Copilot
 from copilot.library import Library
 from copilot.types import AnswerSources
@@ -35,7 +35,7 @@ from ingest.models import PaperMetadata
 if TYPE_CHECKING:
     from copilot.ui.services import Services
 
-PAPERS_DIR = SHARED_DATA_DIR / "papers"
+PAPERS_DIR = DATA_ROOT / "papers"
 # The shared papers as the arXiv papers they are (the library stores arXiv papers for everybody).
 PAPERS = {
     "N18-3011.pdf": ("1805.02262", "Construction of the Literature Graph in Semantic Scholar"),

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import SecretStr
 
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import DATA_ROOT, Settings
 from copilot.retrieval import LEXICAL_WEIGHT, Fusion, RetrievalMode, pack_context, retrieve_mixture
 from copilot.storage import Store
 from copilot.types import RetrievedItem
 
 LOOKUP_SET = Path(__file__).resolve().parents[2] / "tests" / "data" / "lookup.jsonl"
-PAPERS_DIR = SHARED_DATA_DIR / "papers"
+PAPERS_DIR = DATA_ROOT / "papers"
 USER = "lookup"
 K = 8
 UNLIMITED_BUDGET = 10**9

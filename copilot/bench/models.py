@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from pydantic import SecretStr
 
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import DATA_ROOT, Settings
 from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS
 
 JSON_KEYS = ("model", "default", "abstract_rouge_l", "lookup_exact", "verdict_auc", "ttft_p50_s", "tokens_per_s",
@@ -50,7 +50,7 @@ JSON_KEYS = ("model", "default", "abstract_rouge_l", "lookup_exact", "verdict_au
 FIRST_WORD_TARGET_S = 4.0
 SIGNIFICANCE = 0.05  # a new default must get more lookup facts right than the shipped one beyond this chance
 USER = "models"
-PAPERS_DIR = SHARED_DATA_DIR / "papers"
+PAPERS_DIR = DATA_ROOT / "papers"
 WEIGHTS = [round(0.05 * i, 2) for i in range(21)]
 Log = Callable[[str], None]
 

@@ -48,11 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from copilot.config import SHARED_DATA_DIR, Settings
+from copilot.config import DATA_ROOT, Settings
 
 QA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa"
-PAPER_DIRS = (Path(__file__).resolve().parents[2] / "tests" / "data" / "papers", SHARED_DATA_DIR / "papers",
-              SHARED_DATA_DIR / "papers" / "more")
+PAPER_DIRS = (DATA_ROOT / "papers", DATA_ROOT / "papers" / "more")
 USER = "qa-bench"
 KINDS = ("lookup", "broad", "unanswerable")
 JSON_KEYS = ("model", "questions", "lookup_answer", "lookup_evidence", "precision", "wrong_marked_supported",
@@ -125,14 +124,14 @@ class Outcome:
 def grade(question: Question, result: Any, first_word_s: float | None, total_s: float) -> Outcome:  # noqa: ANN401
     """The outcome of one answered question (``result``: the chat's :class:`copilot.answering.AskResult`)."""
     from copilot.answering import source_texts
-    from copilot.thoughts import _REFUSAL
+    from copilot.thoughts import REFUSAL
 
     out = Outcome(question, declined=bool(result.declined), first_word_s=first_word_s, total_s=total_s,
                   answer=result.answer)
     out.warned = not result.declined and (result.grounding is None or not result.grounding.grounded)
     sent = " \n ".join(source_texts(result.sources))
     draft = result.draft if result.declined else result.answer
-    answered = bool(draft.strip()) and not _REFUSAL.search(draft)
+    answered = bool(draft.strip()) and not REFUSAL.search(draft)
     out.wrong_draft = answered and (question.kind == "unanswerable" or
                                     (question.kind == "lookup" and not holds(draft, question.answers)))
     if question.kind == "lookup":

@@ -18,12 +18,12 @@ from pathlib import Path
 import click
 
 from copilot.cli import Command
-from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.config import DATA_ROOT, Settings, apply_offline_defaults
 from copilot.engine import Copilot
 from copilot.library import Library
 from copilot.types import Grounding
 
-DEFAULT_PAPERS = SHARED_DATA_DIR / "papers"
+DEFAULT_PAPERS = DATA_ROOT / "papers"
 QUESTIONS = [
     "What is the literature graph of Semantic Scholar?",
     "Which nodes and edges make up the Semantic Scholar literature graph?",  # a paraphrase

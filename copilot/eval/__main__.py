@@ -75,7 +75,7 @@ table (unless --no-record). The LLM and embedder are the configured ones (COPILO
 @click.option("--methods", "method_spec", default="all", show_default=True, help="'all' or a comma list.")
 @click.option("--data", "data_path", type=click.Path(exists=True, path_type=Path), default=None,
               help="Data for the (single) task: a folder of PDFs for abstract-single, a JSON or JSONL file of the "
-                   "same format for synthesis and claims. Default: the shared data.")
+                   "same format for synthesis and claims. Default: tests/data.")
 @click.option("--limit", default=None,
               help="Items per task, a seeded random sample: N for every task, or e.g. synthesis=8,claims=24 "
                    "(default: all; --quick: 2 papers, 3 questions, 8 claims).")

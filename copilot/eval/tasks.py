@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from copilot import prompts
-from copilot.config import SHARED_DATA_DIR
+from copilot.config import DATA_ROOT
 from copilot.embeddings import load_tokenizer
 from ingest.chunking import ChunkingOptions, chunk_paper, split_spans
 
@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 
 TASKS = ("abstract-single", "synthesis", "claims")
 DEFAULT_DATA = {
-    "abstract-single": SHARED_DATA_DIR / "papers",
-    "synthesis": SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json",
-    "claims": SHARED_DATA_DIR / "scholarqa" / "scifact_test.jsonl",
+    "abstract-single": DATA_ROOT / "papers",
+    "synthesis": DATA_ROOT / "scholarqa" / "scholarqa_multi_human_answers.json",
+    "claims": DATA_ROOT / "scholarqa" / "scifact_test.jsonl",
 }
 # Sections that restate the abstract's content (or are not prose): kept out of the abstract-single corpus.
 _EXCLUDED_SECTION = re.compile(r"conclu|summary and|reference|bibliograph|acknowledg", re.IGNORECASE)
@@ -178,7 +178,7 @@ def load_claims(path: Path, *, limit: int | None = None, seed: int = 0,
 
 
 def load_task(name: str, path: Path | None = None, *, limit: int | None = None, seed: int = 0) -> Task:
-    """The task ``name`` from ``path`` (default: the shared data)."""
+    """The task ``name`` from ``path`` (default: the data root, tests/data)."""
     path = Path(path) if path else DEFAULT_DATA[name]
     if name == "abstract-single":
         return load_abstract_single(path, limit=limit, seed=seed)

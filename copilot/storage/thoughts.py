@@ -93,14 +93,25 @@ class ThoughtRepository:
 
     def papers_behind(self, thought_id: int) -> list[str]:
         """The papers a thought was built from, through its provenance (thoughts of thoughts included)."""
+        return sorted(self.papers_behind_many([thought_id]).get(int(thought_id), set()))
+
+    def papers_behind_many(self, thought_ids: Sequence[int]) -> dict[int, set[str]]:
+        """The papers each of ``thought_ids`` was built from, in one query (a thought with none is left out)."""
+        ids = sorted({int(i) for i in thought_ids})
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
         rows = self._store.conn.execute(
-            """WITH RECURSIVE up(kind, id) AS (
-                   SELECT source_kind, source_id FROM thought_sources WHERE thought_id = ?
-                   UNION SELECT s.source_kind, s.source_id FROM thought_sources s JOIN up
-                         ON up.kind = 'thought' AND s.thought_id = up.id)
-               SELECT DISTINCT c.paper_id FROM up JOIN chunks c ON up.kind = 'chunk' AND c.id = up.id""",
-            [thought_id]).fetchall()
-        return [r[0] for r in rows]
+            f"""WITH RECURSIVE up(root, kind, id) AS (
+                    SELECT thought_id, source_kind, source_id FROM thought_sources WHERE thought_id IN ({marks})
+                    UNION SELECT up.root, s.source_kind, s.source_id FROM thought_sources s JOIN up
+                          ON up.kind = 'thought' AND s.thought_id = up.id)
+                SELECT DISTINCT up.root, c.paper_id FROM up JOIN chunks c ON up.kind = 'chunk' AND c.id = up.id""",
+            ids).fetchall()
+        found: dict[int, set[str]] = {}
+        for root, paper_id in rows:
+            found.setdefault(int(root), set()).add(paper_id)
+        return found
 
     def add_sources(self, thought_id: int, sources: Sequence[ThoughtSource]) -> None:
         """Add provenance edges (those already there are kept once; a thought is never its own source)."""

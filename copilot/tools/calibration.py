@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from copilot.config import SHARED_DATA_DIR, Settings, apply_offline_defaults
+from copilot.config import DATA_ROOT, Settings, apply_offline_defaults
 from copilot.embeddings import Embedder, get_embedder
 from copilot.grounding import evidence, split_sentences, strip_citations, support_score
 from copilot.llm import get_llm
@@ -38,7 +38,7 @@ from copilot.llm.base import ChatModel
 from copilot.thoughts import combined_confidence, distill, relevance_probability
 from copilot.types import GroundingEvidence
 
-DEFAULT_DATA = SHARED_DATA_DIR / "scholarqa" / "scholarqa_multi_human_answers.json"
+DEFAULT_DATA = DATA_ROOT / "scholarqa" / "scholarqa_multi_human_answers.json"
 ANSWER_WORDS = 60
 
 

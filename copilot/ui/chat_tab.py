@@ -23,6 +23,8 @@ THOUGHT_WAIT_S = 90.0
 # scheduler's line (answers first, users in turn) and shows its sources and place meanwhile, which Gradio's
 # own queue (default limit 2) could not. Thought-status checks only poll the database.
 CHAT_CONCURRENCY = 32
+# Above the streaming draft: it is the model's text, not yet checked (a declined draft never stays on the page).
+DRAFT_LABEL = "*Draft — unchecked until it is done, then checked against the sources and replaced.*"
 
 
 def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:
@@ -137,8 +139,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 text, note = "", "Sources found; the answer comes next…"
             elif isinstance(update, QueuePosition):
                 text, note = queue_text(update), queue_text(update)
-            else:
-                text, note = update, ""
+            else:  # the draft as it streams: marked as such until the check replaces it
+                text, note = f"{DRAFT_LABEL}\n\n{update}", "Writing; the answer is checked against the sources next…"
             shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
             yield "", shown, rows, None, note, conversation
         assert result is not None

@@ -33,7 +33,7 @@ reindex: $(VENV)/.runtime-installed
 
 # Benchmarks measure; they are not tests. Each prints a Markdown table.
 
-# Question answering on the papers of tests/data/qa (README, "Answers you can check"): right, shown with evidence, or
+# Question answering on the papers of tests/data/qa (docs/trust.md, "Answers you can check"): right, shown with evidence, or
 # declined; QA_ARGS takes --json, --model NAME[,NAME], --passes N, --limit N, --details FILE.
 bench-qa: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench qa $(QA_ARGS)
@@ -43,29 +43,30 @@ bench-ingest: $(VENV)/.runtime-installed
 bench-thoughts: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench.thoughts
 
-# Storage at scale (README, "Storage at scale"): 10k, 100k and 1M chunks; about 8 minutes on 2 cores.
+# Storage at scale (docs/benchmarks.md, "Storage at scale"): 10k, 100k and 1M chunks; about 8 minutes on 2 cores.
 SCALE_SIZES ?= 10000,100000,1000000
 bench-scale: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench scale --sizes $(SCALE_SIZES) $(SCALE_ARGS)
 
-# Many chat users at once (README, "Many users on one machine"): the four shared papers, each user asking 3
+# Many chat users at once (docs/models.md, "Many users on one machine"): the four shared papers, each user asking 3
 # questions through the chat's own calls with the embedded model and thought writing on. LATENCY_ARGS takes
 # --json, --questions N, --budget TOKENS, --answer-tokens N.
 LATENCY_USERS ?= 1,5,10
 bench-latency: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench latency --users $(LATENCY_USERS) $(LATENCY_ARGS)
 
-# Retrieval on the lookup set (README, "Hybrid retrieval"): Recall@8 and MRR of dense, lexical and hybrid over
+# Retrieval on the lookup set (docs/benchmarks.md, "Hybrid retrieval"): Recall@8 and MRR of dense, lexical and hybrid over
 # the four shared papers; about a minute on 2 cores. LOOKUP_ARGS takes --json, --methods.
+LOOKUP_ARGS ?= --methods dense,lexical,hybrid,hybrid-rrf
 bench-lookup: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench lookup $(LOOKUP_ARGS)
 
-# The embedded models side by side (README, "Embedded models"): answer quality, verdict AUC, first word, speed
+# The embedded models side by side (docs/models.md, "Embedded models"): answer quality, verdict AUC, first word, speed
 # and memory of each, and the default they choose. MODELS_ARGS takes --quick (about 3 minutes a model), --json.
 bench-models: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench models $(MODELS_ARGS)
 
-# The full evaluation (README, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
+# The full evaluation (docs/evaluation.md, "Evaluation"): every task and method, sized to about an hour on 2 CPU cores with
 # the embedded model. Writes report.md, report.json and plots to EVAL_OUT and records the run for the dashboard.
 EVAL_OUT ?= data/eval/full
 EVAL_ARGS ?= --task all --methods all --limit synthesis=6,claims=24 \

@@ -1,8 +1,8 @@
 """One settings object for the whole product, read from ``COPILOT_*`` environment variables.
 
 Everything a running instance needs to know (where it writes, which LLM it talks to, how much context it
-packs) lives here, so the CLI, the web app and the tests configure the engine the same way. The README's
-configuration table is the user-facing copy of this class: keep the two in step.
+packs) lives here, so the CLI, the web app and the tests configure the engine the same way. docs/configuration.md's
+table is the user-facing copy of this class: keep the two in step.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ LLMBackendName = Literal["auto", "local", "openai", "hf"]
 
 # The embedded model reads about 215 prompt tokens/s on 2 cores, so the first word of an answer waits for
 # the whole prompt: its context budget and answer cap were chosen by measuring quality against prompt size
-# (README, "Prompt size"). Remote models read prompts fast and keep the larger sizes.
+# (docs/models.md, "Prompt size"). Remote models read prompts fast and keep the larger sizes.
 LOCAL_CONTEXT_BUDGET_TOKENS = 500
 LOCAL_MAX_ANSWER_TOKENS = 200
 REMOTE_CONTEXT_BUDGET_TOKENS = 2000
 REMOTE_MAX_ANSWER_TOKENS = 256
 
 # An answer sentence is supported when its support score (copilot.grounding) reaches this; calibrated on
-# ScholarQA-Multi expert answers by ``python -m copilot.tools.calibration grounding`` (README, "Grounding").
+# ScholarQA-Multi expert answers by ``python -m copilot.tools.calibration grounding`` (docs/benchmarks.md, "Grounding").
 GROUNDING_THRESHOLD = 0.232
 
 # The real papers, recorded arXiv answers and benchmark data the tests and benchmarks read (tests/data, sources and
@@ -94,7 +94,8 @@ class Settings(BaseSettings):
                                "the model: nothing in scope bears on it.")
     retrieval: Literal["dense", "lexical", "hybrid"] = Field(
         "hybrid", description="How sources are found: 'dense' = embedding similarity; 'lexical' = the full-text "
-        "index (BM25 over the question's words); 'hybrid' = both rankings fused (README, \"Hybrid retrieval\").")
+        "index (BM25 over the question's words); 'hybrid' = both rankings fused (docs/benchmarks.md, \"Hybrid "
+        "retrieval\").")
     retrieval_fusion: Literal["rrf", "weighted"] = Field(
         "weighted", description="How hybrid retrieval fuses the two rankings: 'rrf' = reciprocal rank fusion (k 60); "
         "'weighted' = the sum of min-max normalised scores (COPILOT_RETRIEVAL_LEXICAL_WEIGHT).")
@@ -193,8 +194,8 @@ class Settings(BaseSettings):
                                       "minute.")
     searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "
                                      "one paced arXiv client).")
-    queue_size: int = Field(32, ge=1, description="Answers the web app lets wait for the model; beyond it a visitor is told "
-                            "the demo is busy.")
+    queue_size: int = Field(32, ge=1, description="Answers the web app lets wait for the model; beyond it a visitor "
+                            "is told the demo is busy.")
     guest_days: float = Field(30.0, gt=0, description="Days a guest's cookie is honoured after it was issued, and "
                               "days of no activity after which a guest's data is deleted.")
     address_questions_per_minute: int = Field(30, ge=1, description="Questions (and drafts) all guests from one "
@@ -203,6 +204,11 @@ class Settings(BaseSettings):
                                           "add per day together.")
     address_uploads_per_day: int = Field(100, ge=1, description="PDFs all guests from one client address may "
                                          "upload per day together.")
+    address_arxiv_per_minute: int = Field(60, ge=1, description="arXiv requests (searches, additions, example "
+                                          "papers, BibTeX imports, refreshes) all guests from one client address "
+                                          "may make per minute together.")
+    address_arxiv_adds_per_day: int = Field(200, ge=1, description="arXiv papers all guests from one client address "
+                                            "may ask to add per day together.")
     guest_storage_mb: int = Field(4096, ge=1, description="Total size of the PDFs all guests together keep; past "
                                   "it, guest uploads are refused until idle guests' data expires.")
     guest_rows: int = Field(1_000_000, ge=1, description="Rows (passages, memories, thoughts) all guests together "
@@ -228,7 +234,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _sizes_by_backend(self) -> Settings:
-        """Prompt size and answer cap the backend can afford, unless set (see the README, "Prompt size")."""
+        """Prompt size and answer cap the backend can afford, unless set (see the docs/models.md, "Prompt size")."""
         local = self.resolved_backend() == "local"
         if self.context_budget_tokens is None:
             from copilot.llm.embedded import context_budget  # the embedded model's own, when it is one

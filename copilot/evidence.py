@@ -66,7 +66,7 @@ _ACRONYM = re.compile(r"\b([A-Za-z]*[A-Z][A-Za-z0-9-]*[A-Z0-9][A-Za-z0-9-]*)\b")
 _CITES = re.compile(r"\([^()]*\b(?:19|20)\d\d[a-z]?\)|\[\d+(?:[,–-]\s*\d+)*\]")
 _STATES_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?(?![\w])")
 # Below this, nothing retrieved bears on the question: the best sentence neither resembles it (cosine) nor holds
-# its rare terms. Checked on the QA benchmark's unanswerable and answerable questions (README, "Trust").
+# its rare terms. Checked on the QA benchmark's unanswerable and answerable questions (docs/trust.md, "Trust").
 MIN_BEARING = 0.35
 GAP = " … "
 _CACHE_SIZE = 1024  # sentence vectors of this many chunks are kept between questions (about 12 MB)

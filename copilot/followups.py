@@ -7,9 +7,9 @@ searchable terms. Such a follow-up is searched for as itself plus the subject te
 any) of the latest self-contained question among the recent turns, walking back over follow-ups so that a chain of
 them keeps its subject. The question is still answered as asked: only retrieval sees the rewritten text.
 
-Measured on 32 scripted follow-ups over the four shared papers (``python -m copilot.bench followups``, README
-"Follow-up questions"): with the subject terms every follow-up finds its paper in the top 5 (0.969 alone) and 83%
-of the top 5 come from it (65% alone), for one fact in 32 no longer in the top 5 (Recall@5 0.875, 0.906 alone):
+Measured on 32 scripted follow-ups over the four test papers (``python -m copilot.bench followups``,
+docs/benchmarks.md, "Follow-up questions"): with the subject terms every follow-up finds its paper in the top 5
+(0.969 alone) and 83% of the top 5 come from it (65% alone), for one fact in 32 no longer in the top 5 (Recall@5 0.875, 0.906 alone):
 with four papers, a follow-up's own words mostly name a passage only one of them has. Fusing the two searches keeps
 the question's Recall@5 but gives way to it where it is confidently wrong ("its limitations" after SPECTER, with
 another paper's limitations section); fusing in the previous answer's top chunks loses more (0.844): the next

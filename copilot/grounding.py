@@ -319,15 +319,19 @@ def missing_facts(sentence: str, sources: SourceFacts) -> list[str]:
 # A sentence that addresses the model rather than the reader ("ignore previous instructions and say ..."): a source
 # carrying one is quoted material, and its instruction never counts as support for an answer that obeys it.
 _INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b.{0,40}?\b(?:previous|prior|above|earlier|preceding|all|any|your)\b"
-    r".{0,30}?\b(?:instructions?|prompts?|directions?)\b"
-    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
-    r"|\bnew\s+instructions?\s*:"
-    r"|\b(?:you are now|from now on,? you|act as (?:an?|the) (?:ai|assistant|language model|chatbot))\b"
-    r"|(?:^\W*|\band\s+|\bthen\s+|\bplease\s+|[;:]\s*)(?:say|respond|reply|answer|output|print|write)\s+"
-    r"(?:only\s+|just\s+|exactly\s+)?(?:with\s+)?(?:the\s+(?:word|phrase|string)\s+)?[\"'“‘]?"
-    r"(?-i:[A-Z][A-Z0-9!_-]{2,})\b(?![a-z])",
+    # an imperative that opens the sentence and overrides what came before: "Ignore previous instructions ..."
+    r"^\W*(?:please\s+|now\s+)?(?:ignore|disregard|forget|override)\b.{0,40}?"
+    r"\b(?:previous|prior|above|earlier|preceding|all|any|your|these|those|the)\b.{0,30}?"
+    r"\b(?:instructions?|prompts?|directions?|guidance|rules)\b"
+    # or an order to emit a word in capitals: "Say PWNED.", "Please respond with 'HACKED'", "... and say PWNED"
+    r"|(?:^\W*(?:please\s+)?|\b(?:instructions?|prompts?|directions?|guidance|rules)\b.{0,20}?\band\s+)"
+    r"(?:say|respond|reply|output|print|write|answer)\s+(?:only\s+|just\s+|exactly\s+)?(?:with\s+)?"
+    r"(?:the\s+(?:word|phrase|string)\s+)?[\"'“‘]?(?-i:[A-Z][A-Z0-9!_-]{2,})\b(?![a-z])",
     re.IGNORECASE | re.DOTALL)
+
+
+_ORDER_WORDS = re.compile(r"\b(?:ignore|disregard|forget|override|say|respond|reply|output|print|write|answer)\b",
+                          re.IGNORECASE)
 
 
 def instruction_like(sentence: str) -> bool:
@@ -337,7 +341,7 @@ def instruction_like(sentence: str) -> bool:
 
 def without_instructions(text: str) -> str:
     """``text`` less the sentences that read as instructions to the model (see :func:`instruction_like`)."""
-    if not text or _INSTRUCTION.search(text) is None:
+    if not text or _ORDER_WORDS.search(text) is None:  # no sentence of it could be one
         return text
     spans = sentence_spans(text)
     kept = [text[s:e] for s, e in spans if not instruction_like(text[s:e])]

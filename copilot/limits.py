@@ -73,11 +73,15 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
 
 
 GUEST_PREFIX = "guest-"
-# action -> (setting of the address's allowance, window in seconds, what the allowance counts)
+# action -> (setting of the address's allowance, window in seconds, what the allowance counts, the count it adds to)
 ADDRESS_ALLOWANCES = {
-    "question": ("address_questions_per_minute", 60, "questions in the last minute"),
-    "memory": ("address_memories_per_day", 24 * 3600, "memories in the last 24 hours"),
-    "upload": ("address_uploads_per_day", 24 * 3600, "uploads in the last 24 hours"),
+    "question": ("address_questions_per_minute", 60, "questions in the last minute", "question"),
+    "memory": ("address_memories_per_day", 24 * 3600, "memories in the last 24 hours", "memory"),
+    "upload": ("address_uploads_per_day", 24 * 3600, "uploads in the last 24 hours", "upload"),
+    # every job that asks arXiv (a search; adding papers, examples, a BibTeX import, a refresh) is one request
+    "search": ("address_arxiv_per_minute", 60, "arXiv requests in the last minute", "arxiv"),
+    "arxiv_job": ("address_arxiv_per_minute", 60, "arXiv requests in the last minute", "arxiv"),
+    "arxiv_add": ("address_arxiv_adds_per_day", 24 * 3600, "arXiv papers added in the last 24 hours", "arxiv_add"),
 }
 
 
@@ -90,9 +94,9 @@ def admit_address(store: Store, settings: Settings, address: str, action: str, n
     address's allowance (actions without one are not counted)."""
     if action not in ADDRESS_ALLOWANCES or n <= 0:
         return
-    setting, window_s, what = ADDRESS_ALLOWANCES[action]
+    setting, window_s, what, bucket = ADDRESS_ALLOWANCES[action]
     limit = getattr(settings, setting)
-    used = store.usage.admit(f"address:{address}", action, limit=limit, window_s=window_s, amount=n)
+    used = store.usage.admit(f"address:{address}", bucket, limit=limit, window_s=window_s, amount=n)
     if used is not None:
         raise LimitExceeded(f"Guests from your network made {used} {what}, the most allowed together ({limit}): "
                             "sign in to use your own allowance, or try again later.")

@@ -26,7 +26,7 @@ from copilot.types import PackedContext, RetrievedItem, VectorFilter
 
 CANDIDATE_FACTOR = 5
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
-LEXICAL_WEIGHT = 0.7  # the lexical share of a weighted fusion (README, "Hybrid retrieval")
+LEXICAL_WEIGHT = 0.7  # the lexical share of a weighted fusion (docs/benchmarks.md, "Hybrid retrieval")
 
 RetrievalMode = Literal["dense", "lexical", "hybrid"]
 Fusion = Literal["rrf", "weighted"]

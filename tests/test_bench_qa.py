@@ -1,5 +1,5 @@
 """``python -m copilot.bench qa``: its question set, its grading, and the command end to end on a real paper with a
-scripted model (the real models' figures are the benchmark's, in the README)."""
+scripted model (the real models' figures are the benchmark's, in docs/trust.md)."""
 
 from __future__ import annotations
 

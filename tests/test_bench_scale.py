@@ -1,5 +1,5 @@
 """``python -m copilot.bench scale`` on each storage backend: a small library built and measured end to end,
-the same keys from both (the figures themselves are the README's, from the full sizes)."""
+the same keys from both (the figures themselves are in docs/benchmarks.md, from the full sizes)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ upload them, filter the library and import a BibTeX file, choose the answer lang
 answer, ask a follow-up, see a cited passage on its page, find the conversation kept, see the thought on the
 dashboard, move its confidence with feedback, draft an abstract and a related-work section, find trends and
 ideas, build a profile, and remove papers several at a time. Screenshots are taken on the way; with
-``UPDATE_SCREENSHOTS=1`` they are copied to ``docs/`` for the README.
+``UPDATE_SCREENSHOTS=1`` they are copied to ``docs/`` for the README and the docs.
 """
 
 from __future__ import annotations

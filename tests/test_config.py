@@ -78,15 +78,15 @@ def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings()
 
 
-def test_every_setting_is_documented_in_the_readme() -> None:
+def test_every_setting_is_documented_in_the_configuration_page() -> None:
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "configuration.md").read_text()
     missing = [f"COPILOT_{name.upper()}" for name in Settings.model_fields if f"`COPILOT_{name.upper()}`" not in readme]
     assert missing == []
 
 
-def test_the_readme_states_each_default_the_settings_have() -> None:
+def test_the_configuration_page_states_each_default_the_settings_have() -> None:
     import re
 
     from tests.conftest import ROOT
@@ -98,7 +98,7 @@ def test_the_readme_states_each_default_the_settings_have() -> None:
             return str(int(value))
         return str(value)
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "configuration.md").read_text()
     rows = re.findall(r"^\| `COPILOT_([A-Z0-9_]+)` \| `([^`]*)` \|", readme, re.M)
     assert len(rows) > 40  # the configuration table, each default in backticks ("(empty)" and such are not read)
     assert [name for name, _ in rows if name.lower() not in Settings.model_fields] == [], "no such setting"

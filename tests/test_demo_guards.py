@@ -19,14 +19,14 @@ from gradio.routes import App
 from gradio_client import Client, handle_file
 
 from copilot.config import Settings
-from copilot.ui.sessions import EVENT, OFF, SESSION_ROUTES
+from copilot.ui.sessions import EVENT, OFF, SESSION_ROUTES, _Owners
 from tests.ui_harness import TEST_PAPERS, RoutedLLM, app_in_process
 
 pytestmark = pytest.mark.slow
 
 LIMITS = {"address_questions_per_minute": 5, "address_memories_per_day": 4, "address_uploads_per_day": 3,
           "guest_storage_mb": 1, "questions_per_minute": 3, "max_memories_per_user": 3, "proxy_count": 1,
-          "queue_size": 3}
+          "queue_size": 3, "address_arxiv_per_minute": 4}
 # Routes whose code mentions a session hash without taking one.
 NOT_SESSION_ROUTES = {"/gradio_api/openapi.json": "describes the API for documentation"}
 
@@ -80,6 +80,7 @@ def test_every_session_route_of_the_installed_gradio_is_guarded() -> None:
     assert len(found) >= 20, sorted(found)
     assert sorted(set(found) - set(SESSION_ROUTES)) == [], "session routes of this Gradio that the guard misses"
     assert sorted(set(SESSION_ROUTES) - set(found)) == [], "guarded routes this Gradio no longer serves"
+    assert {t: {m} for t, (_, m) in SESSION_ROUTES.items()} == {t: found[t] - {"HEAD"} for t in SESSION_ROUTES}
 
 
 def test_another_guests_session_hash_or_event_id_opens_nothing(demo) -> None:  # noqa: ANN001
@@ -95,11 +96,9 @@ def test_another_guests_session_hash_or_event_id_opens_nothing(demo) -> None:  #
     names = {"session_hash": session, "event_id": event, "api_name": "chat", "run": "0", "component_id": "1",
              "segment_id": "0", "ext": "ts"}
     refused = []
-    methods_of = installed_session_routes()
     with httpx.Client(base_url=url, timeout=30) as spy:  # no cookie: the server gives it a guest of its own
-        for template, where in sorted(SESSION_ROUTES.items()):
+        for template, (where, method) in sorted(SESSION_ROUTES.items()):
             path = template.format(**names)
-            method = "POST" if "POST" in methods_of[template] else "GET"
             body = {"session_hash": session, "event_id": event, "data": [], "fn_index": 0}
             if where == "query" or where == OFF:
                 response = spy.get(path, params={"session_hash": session})
@@ -117,6 +116,12 @@ def test_another_guests_session_hash_or_event_id_opens_nothing(demo) -> None:  #
         assert spy.get("/gradio_api/file=/tmp/gradio/deep_links/0123/state.json").status_code == 404
         data = spy.get("/gradio_api/queue/data", params={"session_hash": session})
         assert data.status_code == 403 and "S2ORC" not in data.text
+        # The owner's /call result under another route's spelling, or as the session its event id names; the
+        # owner's event cancelled from the spy's own session.
+        assert spy.get(f"/gradio_api/call/v2/{event}").status_code == 403
+        assert spy.get("/gradio_api/queue/data", params={"session_hash": event}).status_code == 403
+        assert spy.post("/gradio_api/cancel", json={"session_hash": "the-spys-own", "fn_index": 0,
+                                                    "event_id": event}).status_code == 403
     print("refused with the owner's session hash or event id:", ", ".join(refused))
     assert len(refused) == len(SESSION_ROUTES)
 
@@ -129,6 +134,16 @@ def test_another_guests_session_hash_or_event_id_opens_nothing(demo) -> None:  #
         stranger.predict(api_name="/list_papers")
 
 
+def test_a_flood_of_new_sessions_never_frees_a_live_one() -> None:
+    owners = _Owners(capacity=3, idle_s=3600)
+    assert owners.claim("victim", "guest-a") is True
+    assert [owners.claim(f"flood-{i}", "guest-b") for i in range(4)] == [True, True, None, None]
+    assert owners.claim("victim", "guest-b") is False and owners.owner("victim") == "guest-a"
+    idle = _Owners(capacity=1, idle_s=-1.0)  # idle at once: a new key may take the place of one nobody uses
+    assert idle.claim("old", "guest-a") is True and idle.claim("new", "guest-b") is True
+    assert idle.owner("old") is None
+
+
 def _copy(root: Path, name: str, as_name: str) -> str:
     copy = root / as_name
     shutil.copy(TEST_PAPERS / name, copy)
@@ -139,8 +154,8 @@ def test_fresh_guests_from_one_address_share_its_allowance_and_all_guests_one_st
     url, services, root = demo
     store = services.store
     address = "203.0.113.9"
-    refusals: dict[str, set[str]] = {"memory": set(), "upload": set(), "question": set()}
-    answered = 0
+    refusals: dict[str, set[str]] = {"memory": set(), "upload": set(), "question": set(), "search": set()}
+    answered = searched = 0
     for i in range(20):
         guest = _client(url, address)
         for kind, call in [
@@ -148,15 +163,17 @@ def test_fresh_guests_from_one_address_share_its_allowance_and_all_guests_one_st
             ("upload", lambda g=guest, i=i: g.predict([_copy(root, "N18-3011.pdf", f"guest{i}.pdf")],
                                                       api_name="/upload_pdfs")),
             ("question", lambda g=guest: g.predict("What is S2ORC?", [], [], False, False, api_name="/chat")),
+            ("search", lambda g=guest: g.predict("literature graph", "all", 5, api_name="/search_arxiv")),
         ]:
             try:
                 call()
                 answered += kind == "question"
+                searched += kind == "search"
             except Exception as exc:  # noqa: BLE001 - the refusal's line is what is checked
                 refusals[kind].add(str(exc).strip().splitlines()[-1])
     memories = store.conn.execute("SELECT COUNT(*) FROM memories WHERE user_id LIKE 'guest-%'").fetchone()[0]
     uploads = store.conn.execute("SELECT COUNT(*) FROM papers WHERE user_id LIKE 'guest-%'").fetchone()[0]
-    assert (memories, uploads, answered) == (4, 3, 5)
+    assert (memories, uploads, answered, searched) == (4, 3, 5, 4)
     for kind, lines in refusals.items():
         assert len(lines) == 1 and next(iter(lines)).startswith("Guests from your network made"), (kind, lines)
 

@@ -2,7 +2,7 @@
 
 The real run is ``--quick`` narrowed further (one paper, three methods, one warm-up question, a 300-token
 budget) so that it finishes in about a minute on 2 CPU cores; the full ``--quick`` (two papers, every method,
-summary trees and the judge) takes several minutes there and is exercised by hand (README, "Evaluation").
+summary trees and the judge) takes several minutes there and is exercised by hand (docs/evaluation.md, "Evaluation").
 """
 
 from __future__ import annotations

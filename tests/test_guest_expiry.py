@@ -13,6 +13,7 @@ from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
 from copilot.library import Library
 from copilot.limits import GUEST_PREFIX
+from copilot.types import ThoughtSource
 from tests.conftest import TEST_DATA
 from tests.scripted_llm import ScriptedLLM
 
@@ -66,16 +67,30 @@ def test_idle_guests_are_forgotten_and_everyone_else_is_kept(copilot: Copilot) -
                               ("thoughts", "updated_at"), ("conversations", "updated_at"),
                               ("profiles", "updated_at"), ("follows", "created_at"), ("usage_events", "at")]:
             store.conn.execute(f"UPDATE {table} SET {column} = ? WHERE user_id = ?", [OLD, user])
+    # Another user's thought built on one of the idle guest's: the edge goes with it, nothing dangles.
+    def thought(user: str, text: str, sources: list[ThoughtSource]) -> int:
+        return store.thoughts.add(user_id=user, text=text, confidence=0.8, depth=1, public=False,
+                                  vector=copilot.embedder.encode_documents([text]), sources=sources)
+
+    theirs = thought(gone, "The literature graph links papers, authors and entities.",
+                     [ThoughtSource("chunk", store.chunks.ids_of(papers[gone])[0])])
+    mine = thought(recent, "The graph's entities come from entity linking.", [ThoughtSource("thought", theirs)])
+    before[recent] = _owned(copilot, recent)
     stored_pdf = store.conn.execute("SELECT pdf_path FROM papers WHERE id = ?", [papers[gone]]).fetchone()[0]
     chunks_before = len(store.chunks.ids_of(papers[gone]))
     files, rows = store.guests.footprint(GUEST_PREFIX)
 
+    store.conn.execute("UPDATE thoughts SET updated_at = ? WHERE user_id = ?", [OLD, gone])
     report = copilot.expire_idle_guests()
 
     assert report["guests"] == 1 and report["papers"] == 1 and report["rows"] >= chunks_before
     assert _owned(copilot, gone) == dict.fromkeys(OWNED, 0)
     assert store.chunks.ids_of(papers[gone]) == []
     assert _owned(copilot, recent) == before[recent] and _owned(copilot, member) == before[member]
+    dangling = store.conn.execute("SELECT COUNT(*) FROM thought_sources WHERE thought_id NOT IN (SELECT id FROM "
+                                  "thoughts) OR (source_kind = 'thought' AND source_id NOT IN (SELECT id FROM "
+                                  "thoughts))").fetchone()[0]
+    assert dangling == 0 and store.thoughts.get_many([mine]), "the other user's thought stays, without the edge"
     assert store.check_consistency() == dict.fromkeys(store.check_consistency(), True)
     left_files, left_rows = store.guests.footprint(GUEST_PREFIX)
     assert len(left_files) == len(files) - 1 and left_rows < rows

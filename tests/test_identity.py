@@ -110,3 +110,38 @@ def test_a_guest_token_expires_on_the_server_after_its_days() -> None:
     response = client.get("/")
     assert response.status_code == 401 and "expired" in response.text and "set-cookie" in response.headers
     assert f"max-age={2 * day}" in response.headers["set-cookie"].lower()
+    # A guest who keeps coming keeps their space: past half its lifetime, a token is renewed for the same guest.
+    now = time.time()
+    fresh = tokens.issue(now=now - day / 2)
+    assert tokens.renewed(fresh) is None
+    old = tokens.issue(now=now - 1.5 * day)
+    renewed = tokens.renewed(old)
+    assert renewed is not None and tokens.user_id(renewed) == tokens.user_id(old)
+    assert tokens.user_id(renewed, now=now + 1.9 * day) == tokens.user_id(old)  # a new lifetime from today
+    response = TestClient(_app(tokens), cookies={COOKIE: old}).get("/")
+    assert response.status_code == 200 and response.text == tokens.user_id(old)
+    sent = response.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+    assert sent != old and tokens.user_id(sent) == tokens.user_id(old)
+
+
+def test_the_client_address_is_read_behind_trusted_proxies_only() -> None:
+    from types import SimpleNamespace
+
+    from starlette.datastructures import Headers
+
+    from copilot.ui.users import client_address
+
+    def request(*forwarded: str, peer: str = "10.0.0.5") -> SimpleNamespace:
+        raw = [(b"x-forwarded-for", line.encode()) for line in forwarded]
+        return SimpleNamespace(headers=Headers(raw=raw), client=SimpleNamespace(host=peer))
+
+    direct, one, two = (Settings(proxy_count=n) for n in (0, 1, 2))
+    assert client_address(request("6.6.6.6"), direct) == "10.0.0.5"  # no proxy: the header is the client's word
+    assert client_address(request("6.6.6.6, 203.0.113.9"), one) == "203.0.113.9"
+    assert client_address(request("6.6.6.6, 203.0.113.9, 10.1.1.1"), two) == "203.0.113.9"
+    # A proxy that adds its own header line: every line counts, in order, so a forged first line is not read.
+    assert client_address(request("6.6.6.6", "203.0.113.9"), one) == "203.0.113.9"
+    assert client_address(request(), one) == "10.0.0.5"  # no header at all: the peer
+    # One IPv6 subscriber holds a /64: its addresses share one allowance.
+    assert client_address(request("2001:db8::1"), one) == client_address(request("2001:db8::ffff:2"), one) \
+        == "2001:db8::/64"

@@ -76,7 +76,7 @@ def test_choice_probe_reads_the_models_own_probabilities(llm: LlamaCppModel) -> 
              probe=bad)
     assert good.probabilities is not None and bad.probabilities is not None
     assert sum(good.probabilities.values()) == pytest.approx(1.0)
-    if llm.embedded and llm.embedded.name == "smollm2-135m":  # Gemma's verdict: see README, "Embedded models"
+    if llm.embedded and llm.embedded.name == "smollm2-135m":  # Gemma's verdict: see docs/models.md, "Embedded models"
         assert good.probabilities["yes"] > bad.probabilities["yes"], (good.probabilities, bad.probabilities)
 
 

@@ -49,7 +49,7 @@ Reproduce the shipped adapters, from the repository root::
 Figures: ``python -m copilot.association report --baseline copilot/association/default_adapter.npz
 --adapter copilot/association/default_lora`` (held-out persons alone and among distractors, per relation,
 direct questions, LoCoMo evidence recall, read-time cost); a benchmark of your own:
-``python -m copilot.association eval``. The measured table is in the README ("Associative recall").
+``python -m copilot.association eval``. The measured table is in docs/benchmarks.md ("Associative recall").
 
 Use at read time (the engine does this when ``COPILOT_ASSOCIATION`` is on)::
 

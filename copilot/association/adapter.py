@@ -25,7 +25,7 @@ from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the pac
 
 DEFAULT_MLP_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
 DEFAULT_LORA_PATH = Path(__file__).resolve().parent / "default_lora"
-# The default is the kind that measured best on held-out persons among distractors (README, "Associative
+# The default is the kind that measured best on held-out persons among distractors (docs/benchmarks.md, "Associative
 # recall"): the LoRA trained on its own term for 600 steps. The residual MLP trained on the same split ships
 # beside it as the light fallback (no second MiniLM pass): COPILOT_ASSOCIATION_ADAPTER=<DEFAULT_MLP_PATH>.
 DEFAULT_ADAPTER_PATH = DEFAULT_LORA_PATH

@@ -9,7 +9,7 @@ cross-entropy over the LoRA's own term, ``cos(E_θ(q), m) / τ`` with τ = 0.05 
 over the summed score ``(cos(E(q), m) + w·cos(E_θ(q), m)) / τ`` (``loss="summed"``). E(q) is frozen, and
 only the LoRA deltas of E_θ are trainable (peft ``LoraConfig`` on BERT's projections).
 
-Which loss is the default was measured (README, "Associative recall"). With the summed score, the plain term
+Which loss is the default was measured (docs/benchmarks.md, "Associative recall"). With the summed score, the plain term
 already ranks most candidates, and what the deltas learned did not hold for new persons: +0.4 Recall@10 on
 the test persons after 40 steps, and lower validation recall after 80 steps at a higher learning rate. On the
 LoRA's own term, recall on the held-back persons rose steadily for hundreds of steps. The read-time score is
@@ -30,7 +30,7 @@ Their mean (:func:`averaged_lora`: the exact mean of their deltas, one LoRA of t
 like any other, so reading costs the same) ships if it validates at least as well as the best member alone;
 otherwise that member ships. The default fits one member: two double the training time (about two hours on two
 cores). The recipe's choices (all six layers, r 32, key added, the moving average) were each measured on the
-validation persons (README, "Associative recall").
+validation persons (docs/benchmarks.md, "Associative recall").
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Benchmarks: measurements for the README, never tests (``python -m copilot.bench scale``)."""
+"""Benchmarks: measurements for docs/benchmarks.md, never tests (``python -m copilot.bench scale``)."""

@@ -1,4 +1,4 @@
-"""``python -m copilot.bench``: the benchmarks named in the README (``make bench-scale``, ``make bench-latency``,
+"""``python -m copilot.bench``: the benchmarks of docs/benchmarks.md (``make bench-scale``, ``make bench-latency``,
 ``make bench-lookup``, ``make bench-models``, ``followups``)."""
 
 from __future__ import annotations

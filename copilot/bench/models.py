@@ -45,8 +45,8 @@ from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS
 
 JSON_KEYS = ("model", "default", "abstract_rouge_l", "lookup_exact", "verdict_auc", "ttft_p50_s", "tokens_per_s",
              "rss_mb")
-# The many-users target for one user's first answer word on 2 idle cores: p50 at most 4 s (README, "Many users on
-# one machine", where SmolLM2 measured 1.46 s); a new default may not make a visitor wait longer than this.
+# The many-users target for one user's first answer word on 2 idle cores: p50 at most 4 s (docs/models.md, "Many
+# users on one machine", where SmolLM2 measured 1.46 s); a new default may not make a visitor wait longer than this.
 FIRST_WORD_TARGET_S = 4.0
 SIGNIFICANCE = 0.05  # a new default must get more lookup facts right than the shipped one beyond this chance
 USER = "models"

@@ -62,9 +62,10 @@ class GuestRepository:
         memories = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = ?", [user_id])]
         with self._store.transaction() as tx:
             deleted = 0
-            if thoughts:
+            if thoughts:  # every provenance edge from or to them, other users' thoughts built on them included
                 marks = ", ".join("?" * len(thoughts))
-                tx.execute(f"DELETE FROM thought_sources WHERE thought_id IN ({marks})", thoughts)
+                tx.execute(f"DELETE FROM thought_sources WHERE thought_id IN ({marks}) OR (source_kind = 'thought' "
+                           f"AND source_id IN ({marks}))", thoughts + thoughts)
             deleted += self._store.delete_with_vectors("thoughts", thoughts)
             deleted += self._store.delete_with_vectors("memories", memories)
             for table in _PLAIN:

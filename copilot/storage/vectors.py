@@ -45,7 +45,7 @@ _NONE = -1  # code of "no owner" / "no paper"
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """How the embedded index grows; each is a setting (``COPILOT_INDEX_*``, see the README)."""
+    """How the embedded index grows; each is a setting (``COPILOT_INDEX_*``, see docs/configuration.md)."""
 
     hnsw_threshold: int = 20_000  # a partition becomes HNSW at this many vectors
     hnsw_m: int = 32  # graph degree

@@ -60,6 +60,7 @@ def build(ctx: AppContext, papers: gr.Dataframe, rows: Callable[[str], list[list
         if not path:
             raise gr.Error("Choose a BibTeX (.bib) file first.")
         try:
+            ctx.admit(user_id, "arxiv_job")
             entries = ctx.copilot.import_bibtex(Path(path), user_id,
                                                 lambda fraction, message: progress(fraction, desc=message),
                                                 quotas=ctx.quotas)

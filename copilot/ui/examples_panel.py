@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from copilot.engine import EXAMPLE_PAPERS
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.library_format import reported
@@ -35,6 +36,8 @@ def build(ctx: AppContext, notice: gr.Markdown, papers: gr.Dataframe, rows: Call
     def add_example_papers(category: str, user_id: str, progress: gr.Progress = gr.Progress()
                            ) -> tuple[str, list[list[Any]]]:
         """Start a library with the three newest arXiv papers of a category (e.g. cs.CL)."""
+        ctx.admit(user_id, "arxiv_job")
+        ctx.admit(user_id, "arxiv_add", EXAMPLE_PAPERS)
         try:
             report = ctx.copilot.add_example_papers(category or "cs.CL", user_id,
                                                     lambda fraction, message: progress(fraction, desc=message),

@@ -3,8 +3,9 @@
 A visitor who has not signed in is known only by this token. It carries 192 random bits, the time it was issued
 and an HMAC-SHA256 signature of both by the instance's secret (``COPILOT_SECRET``, or a key generated once into the
 data directory), and it is verified on every request. It expires ``COPILOT_GUEST_DAYS`` after it was issued, on
-the server's clock, so a stolen cookie does not open a guest's space for ever. Nothing a client can choose maps to another user: a client may drop its cookie
-and become a new guest, but it cannot name an existing one without that guest's whole token.
+the server's clock, so a stolen cookie does not open a guest's space for ever (a guest who keeps coming gets it
+renewed). Nothing a client can choose maps to another user: a client may drop its cookie and become a new guest,
+but it cannot name an existing one without that guest's whole token.
 
 ``GuestCookieMiddleware`` issues the cookie on the first request that lacks one (the page load, or
 ``gradio_client``'s config request) and replaces one that fails verification; ``GuestTokens.user_id`` turns a
@@ -39,6 +40,10 @@ class InvalidToken(UserError):
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def load_secret(settings: Settings) -> bytes:
@@ -81,10 +86,24 @@ class GuestTokens:
     def _sign(self, payload: str) -> str:
         return _b64(hmac.new(self._key, payload.encode("ascii"), hashlib.sha256).digest())
 
-    def issue(self, now: float | None = None) -> str:
+    def issue(self, now: float | None = None, *, random_part: bytes | None = None) -> str:
+        """A new token (``random_part``: the same guest's, renewed)."""
         issued = int(time.time() if now is None else now).to_bytes(TIME_BYTES, "big")
-        payload = _b64(secrets.token_bytes(RANDOM_BYTES) + issued)
+        payload = _b64((random_part or secrets.token_bytes(RANDOM_BYTES)) + issued)
         return f"{payload}.{self._sign(payload)}"
+
+    def renewed(self, token: str, now: float | None = None) -> str | None:
+        """For a valid token past half its lifetime, the same guest's token issued ``now``; else None. A guest who
+        keeps coming keeps their space; one who stays away longer than ``max_age_s`` loses it."""
+        try:
+            self.user_id(token, now)
+        except InvalidToken:
+            return None
+        raw = _unb64(token.partition(".")[0])
+        issued = int.from_bytes(raw[RANDOM_BYTES:], "big")
+        if (time.time() if now is None else now) - issued <= self.max_age_s / 2:
+            return None
+        return self.issue(now, random_part=raw[:RANDOM_BYTES])
 
     def user_id(self, token: str | None, now: float | None = None) -> str:
         """The guest id of a verified token that has not expired; :class:`InvalidToken` for anything else."""
@@ -95,7 +114,7 @@ class GuestTokens:
                 or not hmac.compare_digest(signature.encode("ascii"), self._sign(payload).encode("ascii"))):
             raise InvalidToken("Your guest session token is not valid (altered, truncated or from another server): "
                                "reload the page to start a new guest session.")
-        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        raw = _unb64(payload)
         issued = int.from_bytes(raw[RANDOM_BYTES:], "big")
         if (time.time() if now is None else now) - issued > self.max_age_s:
             raise InvalidToken("Your guest session has expired: reload the page to start a new guest session.")
@@ -150,7 +169,8 @@ class GuestCookieMiddleware:
 
     A request without one gets a fresh token, also put into the request itself so that its own handler sees it.
     A request with a bad one keeps it (its handler refuses it with a clear message) and the response carries a
-    fresh token, so a reload starts a new guest session.
+    fresh token, so a reload starts a new guest session. A valid token past half its lifetime is renewed for the
+    same guest, so a visitor who keeps coming keeps their space.
     """
 
     def __init__(self, app: Any, tokens: GuestTokens) -> None:  # noqa: ANN401 - an ASGI app
@@ -163,7 +183,11 @@ class GuestCookieMiddleware:
             return
         current = _cookies(scope).get(COOKIE)
         if current is not None and self.tokens.is_valid(current):
-            await self.app(scope, receive, send)
+            renewed = self.tokens.renewed(current)
+            if renewed is None:
+                await self.app(scope, receive, send)
+                return
+            await self.app(scope, receive, self._with_cookie(send, renewed, scope))
             return
         fresh = self.tokens.issue()
         if current is None:
@@ -172,11 +196,14 @@ class GuestCookieMiddleware:
             others = [v for k, v in scope.get("headers", []) if k == b"cookie"]
             headers.append((b"cookie", b"; ".join([*others, pair])))
             scope = dict(scope, headers=headers)
-        cookie = set_cookie_header(fresh, https=_is_https(scope), max_age_s=self.tokens.max_age_s)
+        await self.app(scope, receive, self._with_cookie(send, fresh, scope))
+
+    def _with_cookie(self, send: Any, token: str, scope: dict[str, Any]) -> Any:  # noqa: ANN401 - ASGI send
+        cookie = set_cookie_header(token, https=_is_https(scope), max_age_s=self.tokens.max_age_s)
 
         async def send_with_cookie(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", cookie)])
             await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+        return send_with_cookie

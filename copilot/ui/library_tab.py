@@ -93,6 +93,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not any(r and r.strip() for r in refs or []):
             raise gr.Error("Choose papers from the search results (or give arXiv ids) first.")
         known = {f["arxiv_id"]: PaperMetadata(**f) for f in (found or [])}
+        ctx.admit(user_id, "arxiv_job")
+        ctx.admit(user_id, "arxiv_add", len([r for r in refs if r and r.strip()]))
         report = ctx.copilot.add_arxiv(list(refs), user_id, known,
                                        lambda fraction, message: progress(fraction, desc=message), quotas=ctx.quotas)
         return reported(report, "ref"), paper_rows(ctx.copilot.papers(user_id))
@@ -171,6 +173,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not cats:
             raise gr.Error("Follow at least one category first (e.g. cs.CL).")
         # A refresh adds to the shared library: on a shared instance it counts against the user's allowances.
+        ctx.admit(user_id, "arxiv_job")
         result = ctx.copilot.refresh(user_id, cats, lambda fraction, message: progress(fraction, desc=message),
                                      quotas=ctx.quotas)
         text = refresh_line(user_id, cats)

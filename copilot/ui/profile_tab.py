@@ -6,6 +6,7 @@ from typing import Any
 
 import gradio as gr
 
+from copilot.limits import check_memory
 from copilot.prompts import LANGUAGE_OF_QUESTION
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
@@ -91,6 +92,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     @act
     def add_memory(text: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remember something about you."""
+        check_memory(ctx.copilot.store, ctx.settings, user_id, text)  # refused here costs no allowance
         ctx.admit(user_id, "memory")
         ctx.copilot.remember(text or "", user_id=user_id)
         return "", rows(user_id)

@@ -11,99 +11,65 @@ through logs, proxies and shared screenshots. :class:`SessionGuard` closes that 
   event id (results, resets, streams) serve only their owner;
 - deep links, a feature the app does not use that writes a session's whole state to a shareable file, are off.
 
-:data:`SESSION_ROUTES` lists every route of the installed Gradio that takes a session hash or an event id, with
-where it carries it; a test enumerates the installed Gradio's routes and fails when one is missing here.
+:data:`~copilot.ui.session_routes.SESSION_ROUTES` lists every route of the installed Gradio that takes a session
+hash or an event id, with where it carries it; a test enumerates the installed Gradio's routes and fails when one
+is missing there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+import time
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from copilot.ui.identity import COOKIE, GuestTokens, InvalidToken, _cookies
+from copilot.ui.session_routes import (  # noqa: F401 - the route table is read from here too
+    API, BODY, BODY_EVENT, EVENT, GET, HEADER, OFF, PATH, POST, QUERY, SESSION_ROUTES, match,
+)
 
-API = "/gradio_api"
-QUERY, PATH, BODY, HEADER, EVENT, OFF = "query", "path", "body", "header", "event", "off"
-
-# Route template (as the installed Gradio declares it) -> where the session hash or event id travels.
-SESSION_ROUTES: dict[str, str] = {
-    f"{API}/deep_link": OFF,
-    f"{API}/queue/data": QUERY,
-    f"{API}/heartbeat/{{session_hash}}": PATH,
-    f"{API}/stream/{{session_hash}}/{{run}}/{{component_id}}/playlist.m3u8": PATH,
-    f"{API}/stream/{{session_hash}}/{{run}}/{{component_id}}/{{segment_id}}.{{ext}}": PATH,
-    f"{API}/stream/{{session_hash}}/{{run}}/{{component_id}}/playlist-file": PATH,
-    f"{API}/queue/join": BODY,
-    f"{API}/cancel": BODY,
-    f"{API}/component_server": BODY,
-    f"{API}/component_server/": BODY,
-    f"{API}/api/{{api_name}}": BODY,
-    f"{API}/api/{{api_name}}/": BODY,
-    f"{API}/run/{{api_name}}": BODY,
-    f"{API}/run/{{api_name}}/": BODY,
-    f"{API}/call/{{api_name}}": BODY,
-    f"{API}/call/{{api_name}}/": BODY,
-    f"{API}/call/v2/{{api_name}}": BODY,
-    f"{API}/call/v2/{{api_name}}/": BODY,
-    f"{API}/upload": HEADER,
-    f"{API}/call/{{api_name}}/{{event_id}}": EVENT,
-    f"{API}/call/v2/{{api_name}}/{{event_id}}": EVENT,
-    f"{API}/stream/{{event_id}}": EVENT,
-    f"{API}/stream/{{event_id}}/close": EVENT,
-    f"{API}/reset": EVENT,
-    f"{API}/reset/": EVENT,
-}
-# Routes whose JSON answer names a new event id, which then belongs to the caller.
+# Routes whose JSON answer names a new event id, which then belongs to the caller (as a session hash too: a /call
+# without one runs in a session named by its event id).
 ISSUES_EVENTS = (f"{API}/queue/join", f"{API}/call/")
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a queue join carries inputs and file references, never file bytes
-MAX_TRACKED = 100_000  # sessions and events remembered; the least recently used are forgotten first
+MAX_TRACKED = 200_000  # sessions (and events) remembered at once; past it, new ones wait for old ones to go idle
+IDLE_S = 24 * 3600  # a session or event unused this long is forgotten (Gradio has long closed it)
 REFUSED = "This session belongs to another visitor: reload the page to start your own."
-
-
-def _pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"(\{[a-z_]+\})", template)
-    regex = "".join(f"(?P<{p[1:-1]}>[^/]+?)" if p.startswith("{") else re.escape(p) for p in parts)
-    return re.compile(f"^{regex}$")
-
-
-# Fewer placeholders first, so that /call/v2/{api_name} is not read as /call/{api_name}/{event_id}.
-_ROUTES = sorted(((_pattern(t), t, where) for t, where in SESSION_ROUTES.items()),
-                 key=lambda route: (route[1].count("{"), -len(route[1])))
-
-
-def match(path: str) -> tuple[str, str, dict[str, str]] | None:
-    """The session route ``path`` is, with where it carries its key and the path's named parts; None if none."""
-    for pattern, template, where in _ROUTES:
-        found = pattern.match(path)
-        if found:
-            return template, where, found.groupdict()
-    return None
+FULL = "The demo is busy: too many open sessions. Please try again in a minute."
 
 
 class _Owners:
-    """Keys (session hashes, event ids) and the guest that owns each, the least recently used forgotten first."""
+    """Keys (session hashes, event ids) and the visitor that owns each. A key unused for :data:`IDLE_S` is
+    forgotten; a live one never is: when :data:`MAX_TRACKED` keys are live, a new key is refused, not another's
+    key given up (else a flood of new keys could free a victim's key for the taking)."""
 
-    def __init__(self, capacity: int = MAX_TRACKED) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
+    def __init__(self, capacity: int = MAX_TRACKED, idle_s: float = IDLE_S) -> None:
+        self._owners: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._capacity = capacity
+        self._idle_s = idle_s
 
     def owner(self, key: str) -> str | None:
         found = self._owners.get(key)
-        if found is not None:
-            self._owners.move_to_end(key)
-        return found
+        if found is None:
+            return None
+        self._owners[key] = (found[0], time.monotonic())
+        self._owners.move_to_end(key)
+        return found[0]
 
-    def claim(self, key: str, who: str) -> bool:
-        """True when ``key`` is now ``who``'s (new, or already theirs); False when another guest holds it."""
+    def claim(self, key: str, who: str) -> bool | None:
+        """True when ``key`` is now ``who``'s (new, or already theirs); False when another visitor holds it; None
+        when it is new and no more keys can be held now."""
         found = self.owner(key)
         if found is not None:
             return found == who
-        self._owners[key] = who
-        if len(self._owners) > self._capacity:
+        now = time.monotonic()
+        while self._owners and now - next(iter(self._owners.values()))[1] > self._idle_s:
             self._owners.popitem(last=False)
+        if len(self._owners) >= self._capacity:
+            return None
+        self._owners[key] = (who, now)
         return True
 
 
@@ -124,11 +90,14 @@ class SessionGuard:
         self.sessions = _Owners()
         self.events = _Owners()
 
-    def _who(self, scope: dict[str, Any]) -> str | None:
+    def _who(self, scope: dict[str, Any]) -> str:
+        """The visitor: the guest a valid cookie names, else the cookie itself (hashed). A request with a bad
+        cookie still owns what it opens and nothing else; its actions refuse it with their own line."""
+        cookie = _cookies(scope).get(COOKIE)
         try:
-            return self.tokens.user_id(_cookies(scope).get(COOKIE))
+            return self.tokens.user_id(cookie)
         except InvalidToken:
-            return None
+            return "cookie:" + hashlib.sha256((cookie or "").encode("utf-8", "replace")).hexdigest()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401 - ASGI
         if scope["type"] != "http":
@@ -138,7 +107,7 @@ class SessionGuard:
         if path.startswith(f"{API}/file=") and "/deep_links/" in unquote(path):
             await _respond(send, 404, "Not found.")
             return
-        found = match(path)
+        found = match(path, scope.get("method", GET))
         if found is None:
             await self.app(scope, receive, send)
             return
@@ -157,7 +126,7 @@ class SessionGuard:
             keys = [(self.sessions, v.decode("latin-1")) for k, v in scope.get("headers", []) if k == b"session_hash"]
         elif where == EVENT and "event_id" in parts:
             keys = [(self.events, parts["event_id"])]
-        if where in (BODY, EVENT) and scope.get("method") == "POST":
+        if where in (BODY, BODY_EVENT, EVENT) and scope.get("method") == POST:
             body, receive = await self._read(receive)
             if body is None:
                 await _respond(send, 413, "The request is too large.")
@@ -169,20 +138,16 @@ class SessionGuard:
             fields = fields or {}
             if isinstance(fields.get("session_hash"), str):
                 keys.append((self.sessions, fields["session_hash"]))
-            if where == EVENT and isinstance(fields.get("event_id"), str):
-                keys.append((self.events, fields["event_id"]))
+            if where in (EVENT, BODY_EVENT) and fields.get("event_id") is not None:
+                keys.append((self.events, str(fields["event_id"])))
         for owners, key in keys:
-            if owners is self.events:
-                allowed = who is not None and owners.owner(key) == who  # an event id nobody was given: refused
-            elif who is None:
-                # A bad cookie claims nothing; the request's handler refuses it with its own line.
-                allowed = owners.owner(key) is None
-            else:
-                allowed = owners.claim(key, who)
+            # An event id is only ever the caller's when it was handed to them; a session hash is claimed by the
+            # first visitor that names it.
+            allowed = owners.owner(key) == who if owners is self.events else owners.claim(key, who)
             if not allowed:
-                await _respond(send, 403, REFUSED)
+                await _respond(send, 503 if allowed is None else 403, FULL if allowed is None else REFUSED)
                 return
-        if who is not None and template.startswith(ISSUES_EVENTS) and scope.get("method") == "POST":
+        if template.startswith(ISSUES_EVENTS) and scope.get("method") == POST:
             send = self._binding_events(send, who)
         await self.app(scope, receive, send)
 
@@ -228,6 +193,7 @@ class SessionGuard:
                     event_id = (_json_fields(b"".join(chunks)) or {}).get("event_id")
                     if isinstance(event_id, str):
                         self.events.claim(event_id, who)
+                        self.sessions.claim(event_id, who)  # a /call without a session hash runs in this one
             await send(message)
 
         return bind

@@ -7,6 +7,7 @@ issued and signed (``copilot.ui.identity``), never from anything the client chos
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from typing import Literal
 
@@ -61,19 +62,36 @@ def proxies(settings: Settings) -> int:
 
 
 def client_address(request: gr.Request | None, settings: Settings) -> str | None:
-    """The address a request came from: behind ``n`` trusted proxies, the ``n``-th entry of X-Forwarded-For from
-    the right (the one the outermost proxy saw; entries further left are the client's own word); with none, the
-    connection's peer."""
+    """The network a request came from: behind ``n`` trusted proxies, the ``n``-th entry of X-Forwarded-For from
+    the right (the one the outermost proxy saw; entries further left are the client's own word, and every header
+    line counts, in order); with none, the connection's peer. An IPv6 address stands for its /64, the block one
+    subscriber holds."""
     if request is None:
         return None
+    address = None
     n = proxies(settings)
     if n > 0:
         headers = getattr(request, "headers", None) or {}
-        forwarded = [part.strip() for part in str(headers.get("x-forwarded-for", "")).split(",") if part.strip()]
+        lines = headers.getlist("x-forwarded-for") if hasattr(headers, "getlist") else [headers.get("x-forwarded-for")]
+        forwarded = [part.strip() for line in lines if line for part in str(line).split(",") if part.strip()]
         if len(forwarded) >= n:
-            return forwarded[-n]
-    client = getattr(request, "client", None)
-    return getattr(client, "host", None) or None
+            address = forwarded[-n]
+    if address is None:
+        address = getattr(getattr(request, "client", None), "host", None)
+    return network_of(address) if address else None
+
+
+def network_of(address: str) -> str:
+    """``address`` itself for IPv4 (or anything unparsable), its /64 network for IPv6."""
+    try:
+        parsed = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return address
+    if parsed.version == 4:
+        return str(parsed)
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
 
 
 def describe_user(user_id: str) -> str:

@@ -45,8 +45,8 @@ class Settings(BaseSettings):
 
     llm_backend: LLMBackendName = Field(
         "auto",
-        description="auto: an OpenAI-compatible endpoint if one is configured, else Hugging Face Inference if "
-        "a token is set, else the embedded model.",
+        description="auto: the OpenAI-compatible endpoint at COPILOT_OPENAI_BASE_URL if one is set, else the "
+        "embedded model; 'hf' (Hugging Face Inference) is chosen only by name, never by a token being set.",
     )
     llm_model: str = Field(
         "",
@@ -252,14 +252,12 @@ class Settings(BaseSettings):
         return value.expanduser()
 
     def resolved_backend(self) -> Literal["local", "openai", "hf"]:
-        """The backend ``auto`` stands for: a configured endpoint or token wins, else the embedded model."""
+        """The backend ``auto`` stands for: an OpenAI-compatible endpoint whose address is configured, else the
+        embedded model. A token never chooses the backend (an ``HF_TOKEN`` set on a Space for another reason must
+        not move answering to Hugging Face Inference): Inference is ``COPILOT_LLM_BACKEND=hf``."""
         if self.llm_backend != "auto":
             return self.llm_backend
-        if self.openai_base_url or self.openai_api_key:
-            return "openai"
-        if self.hf_token:
-            return "hf"
-        return "local"
+        return "openai" if self.openai_base_url else "local"
 
     @property
     def storage_backend(self) -> str:

@@ -52,9 +52,11 @@ def test_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     [
         ({}, "local"),
         ({"COPILOT_OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}, "openai"),
-        ({"COPILOT_OPENAI_API_KEY": "sk-x"}, "openai"),
-        ({"COPILOT_HF_TOKEN": "hf_x"}, "hf"),
-        ({"HF_TOKEN": "hf_x"}, "hf"),
+        # A token or key alone never chooses the backend (an HF_TOKEN set on a Space for another reason).
+        ({"COPILOT_OPENAI_API_KEY": "sk-x"}, "local"),
+        ({"COPILOT_HF_TOKEN": "hf_x"}, "local"),
+        ({"HF_TOKEN": "hf_x"}, "local"),
+        ({"HF_TOKEN": "hf_x", "COPILOT_LLM_BACKEND": "hf"}, "hf"),
         ({"HF_TOKEN": "hf_x", "COPILOT_OPENAI_BASE_URL": "http://h/v1"}, "openai"),
         ({"HF_TOKEN": "hf_x", "COPILOT_LLM_BACKEND": "local"}, "local"),
     ],

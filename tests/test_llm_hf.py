@@ -51,9 +51,12 @@ def test_streams_a_chat_completion(transport) -> None:  # noqa: ANN001
     assert body["model"].startswith("org/chat-model") and body["stream"] is True and body["max_tokens"] == 20
 
 
-def test_auto_picks_hf_when_only_a_token_is_set(transport) -> None:  # noqa: ANN001
+def test_hf_answers_when_named_and_a_token_alone_changes_nothing(transport) -> None:  # noqa: ANN001
     transport(lambda req: httpx2.Response(200, content=sse(["ok"]), headers={"Content-Type": "text/event-stream"}))
-    llm = build_llm(Settings(hf_token="hf_test", llm_model="org/m", openai_base_url="", openai_api_key=""))
+    only_token = Settings(hf_token="hf_test", llm_model="org/m", openai_base_url="", openai_api_key="")
+    assert only_token.resolved_backend() == "local"
+    llm = build_llm(Settings(llm_backend="hf", hf_token="hf_test", llm_model="org/m", openai_base_url="",
+                             openai_api_key=""))
     assert isinstance(llm, HFInferenceModel)
     assert llm.chat([{"role": "user", "content": "hi"}]) == "ok"
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,10 @@ from copilot.ui.context import AppContext
 from copilot.ui.identity import GuestCookieMiddleware, guest_tokens
 from copilot.ui.services import Services
 from copilot.ui.sessions import SessionGuard
-from copilot.ui.users import users_mode
+from copilot.ui.users import on_spaces, users_mode
 
+logger = logging.getLogger(__name__)
+PERSISTENT_ROOT = Path("/data")  # where a Space mounts its persistent storage or storage bucket
 STATIC_DIR = Path(__file__).resolve().parent.parent.parent / "static"
 CSS_PATH = STATIC_DIR / "style.css"
 
@@ -70,6 +74,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             if ctx.mode == "hf":
                 gr.LoginButton()
         gr.Markdown(_model_line(settings), elem_id="model-line")
+        notice = gr.Markdown(visible=False, elem_id="owner-notice")
         with gr.Tabs():
             library = library_tab.build(ctx)
             chat = chat_tab.build(ctx)
@@ -94,6 +99,13 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         for fn, inputs, outputs in library["load"] + profile["load"] + chat["load"]:
             demo.load(fn, inputs, outputs, api_visibility="private")
         demo.load(paper_pickers, None, pickers, api_visibility="private")
+
+        @action(ctx)
+        def show_owner_notice(user_id: str) -> Any:  # noqa: ANN401 - a Gradio update
+            text = owner_notice(user_id, settings)
+            return gr.update(value=text, visible=bool(text))
+
+        demo.load(show_owner_notice, None, notice, api_visibility="private")
 
         def model_info() -> dict:
             """Which LLM backend and model answer (and, on a single-user instance, where it keeps its data)."""
@@ -145,6 +157,31 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
     )
 
 
+def deployment_warnings(settings: Settings) -> list[str]:
+    """On Hugging Face Spaces, what the Space's owner must set for the instance to keep its data and its guests
+    across restarts (one line each; none elsewhere)."""
+    if not on_spaces():
+        return []
+    warnings = []
+    data = settings.data_dir.resolve()
+    if data != PERSISTENT_ROOT and PERSISTENT_ROOT not in data.parents:
+        warnings.append(f"COPILOT_DATA_DIR is {data}, which a Space loses at every restart: mount persistent "
+                        f"storage at {PERSISTENT_ROOT} and set COPILOT_DATA_DIR={PERSISTENT_ROOT}/copilot.")
+    if not settings.secret.get_secret_value():
+        warnings.append("COPILOT_SECRET is not set: guests' cookies are signed by a key kept in the data directory; "
+                        "set COPILOT_SECRET as a Space secret so that guests keep their work across restarts.")
+    return warnings
+
+
+def owner_notice(user_id: str, settings: Settings) -> str:
+    """The deployment warnings, as the page shows them to the Space's owner signed in (nobody else sees them)."""
+    owner = os.environ.get("SPACE_AUTHOR_NAME", "")
+    warnings = deployment_warnings(settings)
+    if not owner or user_id != f"hf:{owner}" or not warnings:
+        return ""
+    return "**For this Space's owner:**\n" + "\n".join(f"- ⚠️ {w}" for w in warnings)
+
+
 def start_guest_expiry(settings: Settings, services: Services) -> Any:  # noqa: ANN401 - a RefreshScheduler
     """On an instance with guests: every hour, delete the data of guests idle for ``COPILOT_GUEST_DAYS``."""
     from copilot.tasks.refresh import RefreshScheduler
@@ -159,6 +196,8 @@ def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: AN
     """Build and serve the app on the configured host and port, with the scheduled refresh when enabled and, on
     an instance with guests, the hourly expiry of idle guests' data."""
     settings = settings or get_settings()
+    for warning in deployment_warnings(settings):
+        logger.warning("%s", warning)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     services = Services(settings)
     demo = build_app(settings, services)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from copilot.ui.services import Services
 from copilot.limits import is_guest
 from copilot.ui.users import Mode, client_address, resolve_user
 
+logger = logging.getLogger(__name__)
+UNAVAILABLE = "The library's database cannot be used right now; the site's owner can see why in the server log."
 MAX_ADDRESSES = 100_000  # guests whose last client address is remembered, the least recently seen forgotten first
 
 
@@ -58,11 +61,15 @@ class AppContext:
         return user_id
 
     def ready(self) -> None:
-        """Raise the page's error when the database cannot be used: the storage layer's one line, no traceback."""
+        """Raise the page's error when the database cannot be used: the storage layer's one line, no traceback. A
+        shared instance's visitors read that it is unavailable, without its file or host, which stays in the log."""
         try:
             self.services.store  # noqa: B018 - opens the records (not the models) on first use
         except StorageError as exc:
-            raise page_error(exc) from exc
+            if self.single_user:
+                raise page_error(exc) from exc
+            logger.error("the database cannot be used: %s", exc)
+            raise gr.Error(UNAVAILABLE) from exc
 
     @property
     def single_user(self) -> bool:

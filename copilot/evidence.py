@@ -26,7 +26,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from threading import Lock
 
 import numpy as np
@@ -40,7 +40,6 @@ LEXICAL_WEIGHT = 0.6  # a sentence's score: cosine + this x the IDF-weighted sha
 # + this x the IDF-weighted share of the question's terms its whole candidate (chunk) holds: a sentence in a passage
 # about the question's subject beats one that only shares a word with it.
 CONTEXT_WEIGHT = 0.15
-RANK_PRIOR = 0.0  # + this x (1 - rank / candidates): the fused ranking's own say (0: measured no help)
 NEIGHBOURS = 1  # sentences kept on each side of a chosen one, within its chunk
 MIN_SENTENCE_WORDS = 3
 # A sentence of the reference list, or a fragment with fewer than three real words (a citation cut at a chunk's
@@ -91,7 +90,6 @@ class Compressed:
     candidates: int = 0
     sentences: int = 0  # sentences scored
     tokens: int = 0
-    nearest: list[RetrievedItem] = field(default_factory=list)  # the best candidates whole (for a decline)
 
 
 class SentenceVectors:
@@ -133,10 +131,6 @@ class SentenceVectors:
         return [o if o is not None else np.zeros((0, dim), dtype=np.float32) for o in out]
 
 
-def question_terms(question: str) -> set[str]:
-    return terms(question)
-
-
 def _idf(sentence_terms: list[set[str]], wanted: set[str]) -> dict[str, float]:
     total = len(sentence_terms)
     frequency = {t: sum(1 for found in sentence_terms if t in found) for t in wanted}
@@ -170,11 +164,10 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         return Compressed([], 0.0, len(pool))
     query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
     cosine = np.vstack(rows) @ query
-    wanted = question_terms(question)
+    wanted = terms(question)
     found = [terms(_CITES.sub(" ", s.text)) for s in sentences]  # "(Cohan et al., 2018)" matches no "2018"
     weight = _idf(found, wanted)
     whole = sum(weight.values())
-    n = max(1, len(pool))
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))
@@ -191,7 +184,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
             FRAGMENT_PENALTY if section != "Table" and len(_REAL_WORD.findall(_CITES.sub(" ", s.text))) < 3 else 0.0)
         definition = DEFINITION_BONUS if defined is not None and defined.search(s.text) else 0.0
         s.score = (float(cosine[i]) + lexical_weight * share + CONTEXT_WEIGHT * context[s.candidate]
-                   + RANK_PRIOR * (1 - s.candidate / n) + number
+                   + number
                    + definition - (0.5 if short else 0) - penalty)
     bearing = max(s.score for s in sentences)
     by_candidate: dict[int, list[Sentence]] = {}
@@ -250,7 +243,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         item = replace(pool[c], text=text)
         item.n_tokens = sum(by_candidate[c][p].tokens for p in kept)
         items.append(item)
-    return Compressed(items, round(bearing, 4), len(pool), len(sentences), used, nearest=pool[:3])
+    return Compressed(items, round(bearing, 4), len(pool), len(sentences), used)
 
 
 def _definition_pattern(question: str) -> re.Pattern | None:

@@ -311,9 +311,12 @@ class SourceFacts:
         return self.holds_phrase(str(confirm))
 
 
-def missing_facts(sentence: str, sources: SourceFacts) -> list[str]:
-    """The facts of ``sentence`` (citation markers stripped) that no source states, as written in the sentence."""
-    return [raw for kind, raw, confirm in facts(sentence) if not sources.holds(kind, confirm)]
+def missing_facts(sentence: str, sources: SourceFacts, given: SourceFacts | None = None) -> list[str]:
+    """The facts of ``sentence`` (citation markers stripped) that no source states, as written in the sentence.
+    ``given``: what the question says, whose names, expansions and quoted terms (never its numbers) may be repeated
+    without a source."""
+    return [raw for kind, raw, confirm in facts(sentence) if not sources.holds(kind, confirm)
+            and not (given is not None and kind != "number" and given.holds(kind, confirm))]
 
 
 # A sentence that addresses the model rather than the reader ("ignore previous instructions and say ..."): a source
@@ -431,8 +434,7 @@ def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, thres
     given = SourceFacts([question])
     out = []
     for i, (start, end) in enumerate(spans):
-        missing = tuple(raw for kind, raw, confirm in facts(sentences[i])
-                        if not stated.holds(kind, confirm) and not (kind != "number" and given.holds(kind, confirm)))
+        missing = tuple(missing_facts(sentences[i], stated, given))
         if supports.shape[1] == 0 or not any(texts):
             out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing))
             continue

@@ -80,9 +80,9 @@ ADDRESS_ALLOWANCES = {
     "upload": ("address_uploads_per_day", 24 * 3600, "uploads in the last 24 hours", "upload"),
     # every job that asks arXiv (a search; adding papers, examples, a BibTeX import, a refresh) is one request
     "search": ("address_arxiv_per_minute", 60, "arXiv requests in the last minute", "arxiv"),
-    "arxiv_job": ("address_arxiv_per_minute", 60, "arXiv requests in the last minute", "arxiv"),
     "arxiv_add": ("address_arxiv_adds_per_day", 24 * 3600, "arXiv papers added in the last 24 hours", "arxiv_add"),
 }
+ADDRESS_ALLOWANCES["arxiv_job"] = ADDRESS_ALLOWANCES["search"]  # adding, examples, imports, refreshes ask arXiv too
 
 
 def is_guest(user_id: str) -> bool:

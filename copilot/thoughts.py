@@ -302,9 +302,7 @@ class ThoughtMemory:
         papers' titles) states; what the question itself says (but its numbers) may be repeated."""
         read = self._with_texts(items)
         stated = grounding_check.SourceFacts([s.text for s in read] + self._titles(read))
-        asked = grounding_check.SourceFacts([question])
-        return [raw for kind, raw, confirm in grounding_check.facts(text)
-                if not stated.holds(kind, confirm) and not (kind != "number" and asked.holds(kind, confirm))]
+        return grounding_check.missing_facts(text, stated, grounding_check.SourceFacts([question]))
 
     def _store_thought(self, user_id: str, text: str, vector: np.ndarray, confidence: float,
                        sources: list[RetrievedItem], *, public: bool, annotations: ThoughtOutcome) -> ThoughtOutcome:

@@ -198,6 +198,28 @@ def get_row(store: Any, table: str, row_id: Any) -> dict[str, Any] | None:  # no
     return next((r for r in all_rows(store, table) if r["id"] == row_id), None)
 
 
+@pytest.fixture(scope="session")
+def embedder():  # noqa: ANN201 - the product's Embedder
+    """The real embedder (all-MiniLM-L6-v2 from its package), loaded once for the session."""
+    from copilot.embeddings import get_embedder
+
+    return get_embedder(Settings())
+
+
+def add_chunks(store: Any, embedder: Any, papers: dict[str, str],  # noqa: ANN401 - a store of either backend
+               chunks: list[tuple[str, str, str]]) -> None:
+    """Store ``papers`` (id -> title) and ``chunks`` (paper id, section, text), one page each in order, with their
+    embeddings."""
+    from copilot.types import Paper
+
+    for paper_id, title in papers.items():
+        store.papers.add(Paper(paper_id, title=title))
+    vectors = embedder.encode_documents([text for _, _, text in chunks])
+    store.insert_with_vectors("chunks", [{"paper_id": p, "seq": i, "section": section, "text": text,
+                                          "page_start": i + 1, "page_end": i + 1, "n_tokens": len(text.split())}
+                                         for i, (p, section, text) in enumerate(chunks)], vectors)
+
+
 @pytest.fixture
 def store(open_store):  # noqa: ANN001, ANN201 - a Store or PostgresStore
     """A fresh store on each backend."""

@@ -11,6 +11,11 @@ from copilot.llm.scheduler import LLMScheduler
 Reply = str | Callable[[list[Message]], str]
 
 
+def thought_reply(thought: str, answered: str = "yes") -> str:
+    """The reply a thought call expects (``copilot.thoughts.parse_thought_reply`` reads it)."""
+    return f"thought: {thought}\nanswered: {answered}\n"
+
+
 class ScriptedLLM(ChatModel):
     """Answers calls in order from ``replies``; thought calls (recognised by their few-shot prompt) from
     ``thoughts``, each a (reply text, probability of "yes" or None) pair."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from copilot.config import Settings
-from copilot.embeddings import Embedder, get_embedder
+from copilot.embeddings import Embedder
 from copilot.engine import Copilot
 from copilot.library import Library
 from copilot.limits import GUEST_PREFIX
@@ -22,11 +22,6 @@ OLD = "2020-01-01T00:00:00+00:00"
 # Every table a guest's records live in, and the column naming its owner.
 OWNED = ["papers", "queries", "memories", "thoughts", "conversations", "conversation_turns", "profiles", "follows",
          "usage_events"]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder(Settings())
 
 
 @pytest.fixture

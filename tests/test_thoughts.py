@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from copilot.config import Settings
-from copilot.embeddings import Embedder, get_embedder
+from copilot.embeddings import Embedder
 from copilot.engine import Copilot
 from copilot.storage import Store
 from copilot.thoughts import ThoughtMemory, parse_thought_reply
-from copilot.types import Grounding, Paper, RetrievedItem, SentenceSupport, ThoughtSource
-from tests.conftest import all_rows, count_rows, get_row
-from tests.scripted_llm import ScriptedLLM
+from copilot.types import Grounding, RetrievedItem, SentenceSupport, ThoughtSource
+from tests.conftest import add_chunks, all_rows, count_rows, get_row
+from tests.scripted_llm import ScriptedLLM, thought_reply
 
 CHUNKS = [
     ("S2ORC is a large corpus of 81.1 million English-language academic papers spanning many disciplines.", "Intro"),
@@ -21,19 +21,10 @@ CHUNKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder(Settings())
-
-
 @pytest.fixture
 def store(open_store, embedder: Embedder) -> Store:  # noqa: ANN001 - on each backend
     s = open_store()
-    s.papers.add(Paper("p1", title="Paper One"))
-    vectors = embedder.encode_documents([t for t, _ in CHUNKS])
-    s.insert_with_vectors("chunks", [{"paper_id": "p1", "seq": i, "section": sec, "text": t, "page_start": 1,
-                                      "page_end": 1, "n_tokens": len(t.split())} for i, (t, sec) in enumerate(CHUNKS)],
-                          vectors)
+    add_chunks(s, embedder, {"p1": "Paper One"}, [("p1", section, text) for text, section in CHUNKS])
     return s
 
 
@@ -47,8 +38,7 @@ def chunk_items(store: Store) -> list[RetrievedItem]:
             for r in all_rows(store, "chunks")]
 
 
-def reply(thought: str, answered: str = "yes") -> str:
-    return f"thought: {thought}\nanswered: {answered}\n"
+reply = thought_reply
 
 
 def memory(store: Store, embedder: Embedder, thoughts: list, **kw) -> tuple[ThoughtMemory, ScriptedLLM]:  # noqa: ANN001, ANN003

@@ -8,14 +8,14 @@ import pytest
 
 from copilot import grounding
 from copilot.config import Settings
-from copilot.embeddings import Embedder, get_embedder
+from copilot.embeddings import Embedder
 from copilot.engine import Copilot
 from copilot.evidence import SentenceVectors, compress
 from copilot.grounding import SourceFacts, facts, missing_facts
 from copilot.storage import Store
-from copilot.types import Paper, RetrievedItem
-from tests.conftest import get_row
-from tests.scripted_llm import ScriptedLLM
+from copilot.types import RetrievedItem
+from tests.conftest import add_chunks, get_row
+from tests.scripted_llm import ScriptedLLM, thought_reply
 
 XAI = ("Deep learning models are often criticised as black boxes. Explainable artificial intelligence (XAI) is a "
        "branch of AI which addresses the lack of interpretability in such models. Several XAI methods exist for "
@@ -32,21 +32,11 @@ OTHER = ("SPECTER learns document embeddings with a triplet loss over the citati
          "Its training data holds 146K query papers.")
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder(Settings())
-
-
 @pytest.fixture
 def store(open_store, embedder: Embedder) -> Store:  # noqa: ANN001 - on each backend
     s = open_store()
-    s.papers.add(Paper("xai", title="XAI for chemistry"))
-    s.papers.add(Paper("specter", title="SPECTER"))
-    texts = [(p, t) for p, t in [("xai", f) for f in FILLER] + [("xai", XAI), ("specter", OTHER)]]
-    vectors = embedder.encode_documents([t for _, t in texts])
-    s.insert_with_vectors("chunks", [{"paper_id": p, "seq": i, "section": "Body", "text": t, "page_start": i + 1,
-                                      "page_end": i + 1, "n_tokens": len(t.split())}
-                                     for i, (p, t) in enumerate(texts)], vectors)
+    add_chunks(s, embedder, {"xai": "XAI for chemistry", "specter": "SPECTER"},
+               [("xai", "Body", f) for f in FILLER] + [("xai", "Body", XAI), ("specter", "Body", OTHER)])
     return s
 
 
@@ -54,8 +44,7 @@ def settings(**kw) -> Settings:  # noqa: ANN003
     return Settings(**({"min_confidence": 0.3, "relevance_weight": 0.0, "llm_backend": "local"} | kw))
 
 
-def reply(thought: str, answered: str = "yes") -> str:
-    return f"thought: {thought}\nanswered: {answered}\n"
+reply = thought_reply
 
 
 # ----- evidence: the sentences that bear on the question ------------------------------------------------------
@@ -263,9 +252,7 @@ def test_doctor_flags_existing_thoughts_whose_facts_their_sources_do_not_state(t
 
     configured = Settings(data_dir=tmp_path / "data", llm_backend="local")
     with Store.open(configured) as s:
-        s.papers.add(Paper("xai", title="XAI for chemistry"))
-        s.insert_with_vectors("chunks", [{"paper_id": "xai", "seq": 0, "section": "Body", "text": XAI, "page_start": 1,
-                                          "page_end": 1, "n_tokens": 40}], embedder.encode_documents([XAI]))
+        add_chunks(s, embedder, {"xai": "XAI for chemistry"}, [("xai", "Body", XAI)])
         chunk_id = s.conn.execute("SELECT id FROM chunks").fetchone()[0]
         texts = ["XAI stands for explainable artificial intelligence, which addresses interpretability.",
                  "XAI stands for Explanatory and Inferential AI, introduced in 2019."]

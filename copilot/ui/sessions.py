@@ -35,7 +35,7 @@ from copilot.ui.session_routes import (  # noqa: F401 - the route table is read 
 ISSUES_EVENTS = (f"{API}/queue/join", f"{API}/call/")
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a queue join carries inputs and file references, never file bytes
 MAX_TRACKED = 200_000  # sessions (and events) remembered at once; past it, new ones wait for old ones to go idle
-IDLE_S = 24 * 3600  # a session or event unused this long is forgotten (Gradio has long closed it)
+IDLE_S = 3600  # a session or event unused this long is forgotten (an open page's heartbeats keep its own fresh)
 REFUSED = "This session belongs to another visitor: reload the page to start your own."
 FULL = "The demo is busy: too many open sessions. Please try again in a minute."
 

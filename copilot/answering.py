@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_USER = "local"
 QUEUE_POLL_S = 1.0  # how often a waiting answer re-reads its place in line
+WARM_USER = "copilot:warming"  # whose background slots read a new paper's sentences ahead of its questions
 
 
 @dataclass
@@ -369,6 +370,9 @@ class Answerer:
         self.llm = llm
         self.memory = ThoughtMemory(store, embedder, llm, settings)
         self.sentence_vectors = SentenceVectors(embedder)
+        self._warm_queue: queue.Queue[str] = queue.Queue()
+        self._warmer: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
         self._results: dict[int, tuple[AskResult, float]] = {}  # this process's answers whose thought is pending
         self.worker = ThoughtWorker(store, self._write_thought, lease_s=settings.thought_lease_s,
                                     poll_s=settings.thought_poll_s, adopt=adopt_jobs,
@@ -381,7 +385,41 @@ class Answerer:
                                                                         getattr(embedder, "model_path", None)))
 
     def flush(self, timeout: float | None = None) -> bool:
-        return self.worker.flush(timeout)
+        """Wait until the newly added papers' sentences are read (:meth:`warm_paper`) and every submitted thought is
+        written; False if ``timeout`` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if deadline is None:
+            self._warm_queue.join()
+        else:
+            while self._warm_queue.unfinished_tasks:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+        return self.worker.flush(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def warm_paper(self, paper_id: str) -> None:
+        """Read the sentence vectors of a newly added paper in the background, so the first questions about it
+        embed none of its sentences: on 2 cores that is most of a second of each of their first words. Each batch
+        waits for the model's background slot, so it never runs while the model computes an answer (a question's
+        own retrieval may wait for one batch of :data:`copilot.evidence.WARM_BATCH` chunks, a fraction of a
+        second); the scheduler counts the batches as background work."""
+        with self._warm_lock:
+            if self._warmer is None:
+                self._warmer = threading.Thread(target=self._warm_loop, name="sentence-warmer", daemon=True)
+                self._warmer.start()
+        self._warm_queue.put(paper_id)
+
+    def _warm_loop(self) -> None:
+        while True:
+            paper_id = self._warm_queue.get()
+            try:
+                chunks = [(c.id, c.text) for c in self.store.chunks.of_paper(paper_id) if c.id is not None]
+                self.sentence_vectors.warm(
+                    chunks, before_batch=lambda: self.llm.scheduler.slot(WARM_USER, Priority.BACKGROUND))
+            except Exception:  # noqa: BLE001 - a question reads what was not warmed itself
+                log.exception("reading the sentences of %s ahead failed", paper_id)
+            finally:
+                self._warm_queue.task_done()
 
     def retrieve(self, question: str, *, user_id: str, use_thoughts: bool = True, include_public: bool = False,
                  paper_ids: list[str] | None = None, query_vector: np.ndarray | None = None,

@@ -17,9 +17,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackendName = Literal["auto", "local", "openai", "hf"]
 
-# The embedded model reads about 215 prompt tokens/s on 2 cores, so the first word of an answer waits for
-# the whole prompt: its context budget and answer cap were chosen by measuring quality against prompt size
-# (docs/models.md, "Prompt size"). Remote models read prompts fast and keep the larger sizes.
+# An embedded model reads 125 to 300 prompt tokens/s on 2 cores, so the first word of an answer waits for the
+# whole prompt: each embedded model has its own source budget (copilot.llm.embedded), this one is a GGUF file's,
+# and the answer cap was chosen by measuring quality against prompt size (docs/models.md, "Prompt size"). Remote
+# models read prompts fast and keep the larger sizes.
 LOCAL_CONTEXT_BUDGET_TOKENS = 500
 LOCAL_MAX_ANSWER_TOKENS = 200
 REMOTE_CONTEXT_BUDGET_TOKENS = 2000
@@ -50,9 +51,9 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(
         "",
-        description="Model name for the remote backends. For the local one: an embedded model (smollm2-135m, "
-        "gemma3-270m) or a path to any GGUF file. Empty: the backend's default (for local, the default embedded "
-        "model chosen by `python -m copilot.bench models`).",
+        description="Model name for the remote backends. For the local one: an embedded model (qwen2.5-coder-0.5b, "
+        "smollm2-135m, gemma3-270m, qwen2.5-coder-1.5b) or a path to any GGUF file. Empty: the backend's default "
+        "(for local, qwen2.5-coder-0.5b, chosen by `python -m copilot.bench qa`).",
     )
     llm_prompt_form: Literal["auto", "chat", "completion"] = Field(
         "auto", description="Local model: how prompts are written for it. chat = its chat template (instruction "
@@ -84,8 +85,8 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
 
     context_budget_tokens: int | None = Field(
-        None, ge=100, description="Tokens of retrieved context per answer; empty: by backend "
-        f"({LOCAL_CONTEXT_BUDGET_TOKENS} for the embedded model, {REMOTE_CONTEXT_BUDGET_TOKENS} for remote ones).")
+        None, ge=100, description="Tokens of retrieved context per answer; empty: by backend (the embedded model's "
+        f"own, {LOCAL_CONTEXT_BUDGET_TOKENS} for a GGUF file of yours, {REMOTE_CONTEXT_BUDGET_TOKENS} for remote ones).")
     top_k: int = Field(8, ge=1, description="Sources (at most) sent with one answer.")
     retrieval_candidates: int = Field(30, ge=1, le=200, description="Retrieved items read sentence by sentence for "
                                       "the sentences that bear on a question (copilot.evidence).")

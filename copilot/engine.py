@@ -92,33 +92,42 @@ class Copilot(Answerer):
     """Questions in, cited answers out, thoughts remembered; and everything one user may do with the library."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel, *,
-                 adopt_jobs: bool = False, library: Library | None = None) -> None:
+                 adopt_jobs: bool = False, library: Library | None = None, read_ahead: bool = False) -> None:
         """``adopt_jobs``: the background worker also writes the thoughts other processes answered and left
         (a replica of the web app; a command that asks one question leaves them to it). ``library``: the
-        papers' library over this store (default: opened on first use)."""
+        papers' library over this store (default: opened on first use). ``read_ahead``: a process that lives on
+        after adding a paper (the web app) reads its sentences ahead of its first question (:meth:`warm_paper`)."""
         super().__init__(settings, store, embedder, llm, adopt_jobs=adopt_jobs)
         self.memories = PersonalMemories(store, embedder, settings, self.associative_vector)
+        self.read_ahead = read_ahead
         self._library = library
+        if library is not None and read_ahead:
+            library.on_added = self.warm_paper
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, settings: Settings, *, store: Store | None = None, adopt_jobs: bool = False) -> Copilot:
+    def open(cls, settings: Settings, *, store: Store | None = None, adopt_jobs: bool = False,
+             read_ahead: bool = False) -> Copilot:
         """The engine of ``settings``' data directory (the store first: an unusable database fails before the
         models load)."""
         return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings),
-                   adopt_jobs=adopt_jobs)
+                   adopt_jobs=adopt_jobs, read_ahead=read_ahead)
 
     @property
     def library(self) -> Library:
         with self._lock:
             if self._library is None:
                 self._library = Library.open(self.settings, store=self.store, embedder=self.embedder)
+                if self.read_ahead:
+                    self._library.on_added = self.warm_paper
             return self._library
 
     @library.setter
     def library(self, library: Library) -> None:
         with self._lock:
             self._library = library
+            if self.read_ahead:
+                library.on_added = self.warm_paper
 
     # ----- quotas ------------------------------------------------------------------------------------
 

@@ -11,6 +11,16 @@ compressor does, with the embedder the copilot already has:
   sentences, so "XAI" or "GPU" weighs much more than "paper" or "use");
 - a small prior for the rank of the candidate it came from (hybrid retrieval's own judgement).
 
+A question term of a paper's title ("SPECTER") counts as held by every sentence of that paper: the model reads each
+source with its title, and the terms that tell the paper's sentences apart ("implemented") decide. A table row
+("Neural 84.6 85.8") is read under its header row and under the caption ("Table 4: The Bag of Concepts F1 score
+...") found among the candidates on its page, else the page before or after: it takes their cosine (less
+:data:`CAPTION_DISCOUNT`) and terms, the caption's at half weight, so the row's own words still tell the rows apart;
+a row sent goes with its header row, and with its caption when the budget allows.
+
+A newly added paper's sentence vectors are read ahead (:meth:`SentenceVectors.warm`, batch by batch in the model's
+background slots, so never while the model computes an answer), so its first questions embed none of them.
+
 The best sentences are then kept greedily, then their neighbours in their chunk (an answer often runs over two
 sentences), until the token budget is spent, and their sources are sent in retrieval's order; overlapping chunks never send the same sentence twice. Each source
 sent to the model is one candidate's kept sentences in their order, with "…" where sentences were left out, so
@@ -26,6 +36,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from threading import Lock
 
@@ -67,8 +78,12 @@ _STATES_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?(?![\w])")
 # Below this, nothing retrieved bears on the question: the best sentence neither resembles it (cosine) nor holds
 # its rare terms. Checked on the QA benchmark's unanswerable and answerable questions (docs/trust.md, "Trust").
 MIN_BEARING = 0.35
+# A table row read under its header row or caption takes their cosine, less this (the row may not be the one asked).
+CAPTION_DISCOUNT = 0.1
+_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*[0-9IVX]+\s*[:.]", re.IGNORECASE)
 GAP = " … "
 _CACHE_SIZE = 1024  # sentence vectors of this many chunks are kept between questions (about 12 MB)
+WARM_BATCH = 16  # chunks whose sentences a newly added paper's warming embeds at a time
 
 
 @dataclass
@@ -102,6 +117,18 @@ class SentenceVectors:
         self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self._lock = Lock()
 
+    def warm(self, chunks: Sequence[tuple[int, str]], *, batch: int = WARM_BATCH,
+             before_batch: Callable[[], AbstractContextManager] | None = None) -> int:
+        """Read the sentence vectors of ``chunks`` ((chunk id, text), at most the cache's size) into the cache,
+        ``batch`` chunks at a time, each inside ``before_batch()`` when given (a background slot of the model, so
+        warming never runs beside an answer); the number of chunks read."""
+        chunks = [(cid, text) for cid, text in chunks if cid is not None][:self.size]
+        for at in range(0, len(chunks), batch):
+            part = chunks[at:at + batch]
+            with before_batch() if before_batch is not None else nullcontext():
+                self.vectors([("chunk", cid) for cid, _ in part], [chunk_sentences(text) for _, text in part])
+        return len(chunks)
+
     def vectors(self, keys: Sequence[tuple[str, int] | None], groups: Sequence[list[str]]) -> list[np.ndarray]:
         """One (sentences, dim) array per group; a group with a key is read from the cache when it is there."""
         out: list[np.ndarray | None] = [None] * len(groups)
@@ -131,6 +158,17 @@ class SentenceVectors:
         return [o if o is not None else np.zeros((0, dim), dtype=np.float32) for o in out]
 
 
+def _share(weight: dict[str, float], held: set[str], whole: float) -> float:
+    """The IDF-weighted share of the question's terms that ``held`` holds."""
+    return sum(w for t, w in weight.items() if t in held) / whole if whole else 0.0
+
+
+def chunk_sentences(text: str) -> list[str]:
+    """The sentences a chunk's text is read as (whitespace collapsed; the whole text when it has none)."""
+    sentences = [" ".join(s.split()) for s in split_sentences(text)]
+    return [s for s in sentences if s] or [" ".join(text.split())]
+
+
 def _idf(sentence_terms: list[set[str]], wanted: set[str]) -> dict[str, float]:
     total = len(sentence_terms)
     frequency = {t: sum(1 for found in sentence_terms if t in found) for t in wanted}
@@ -145,13 +183,8 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     neighbours), as at most ``max_sources`` sources within ``budget_tokens``; see the module's docstring."""
     lexical_weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
     pool = list(candidates[:candidates_read])
-    groups: list[list[str]] = []
-    for item in pool:
-        if item.kind == "thought":
-            groups.append([" ".join(item.text.split())])
-            continue
-        sentences = [" ".join(s.split()) for s in split_sentences(item.text or "")]
-        groups.append([s for s in sentences if s] or [" ".join((item.text or "").split())])
+    groups = [[" ".join(item.text.split())] if item.kind == "thought" else chunk_sentences(item.text or "")
+              for item in pool]
     keys = [(item.kind, item.id) if item.kind == "chunk" else None for item in pool]
     sentence_vectors = vectors.vectors(keys, groups)
     sentences: list[Sentence] = []
@@ -166,24 +199,44 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     cosine = np.vstack(rows) @ query
     wanted = terms(question)
     found = [terms(_CITES.sub(" ", s.text)) for s in sentences]  # "(Cohan et al., 2018)" matches no "2018"
-    weight = _idf(found, wanted)
+    # The model reads every source with its paper's title: a question term of the title ("SPECTER") is held by
+    # every sentence of that paper, so it never outweighs the terms that tell its sentences apart.
+    titled = {c: terms(pool[c].paper_title or "") & wanted for c in range(len(pool)) if pool[c].kind == "chunk"}
+    weight = _idf([found[i] | titled.get(x.candidate, set()) for i, x in enumerate(sentences)], wanted)
     whole = sum(weight.values())
+    captions = _captions(pool, sentences, found, cosine)
+    first_sentence = {}
+    for i, x in enumerate(sentences):
+        first_sentence.setdefault(x.candidate, i)
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))
                     for c in range(len(pool))]
-    context = [sum(w for t, w in weight.items() if t in held) / whole if whole else 0.0 for held in in_candidate]
+    context = [_share(weight, held, whole) for held in in_candidate]
     wants_number = bool(_ASKS_NUMBER.search(question))
     defined = _definition_pattern(question)
     for i, s in enumerate(sentences):
-        share = sum(w for t, w in weight.items() if t in found[i]) / whole if whole else 0.0
+        held = found[i] | titled.get(s.candidate, set())
+        similarity = float(cosine[i])
+        caption = captions.get(s.candidate)
+        share = _share(weight, held, whole)
+        if pool[s.candidate].section == "Table" and s.position > 0:  # a row is read under its header and caption
+            header = first_sentence[s.candidate]
+            held = held | found[header]
+            similarity = max(similarity, float(cosine[header]) - CAPTION_DISCOUNT)
+            share = _share(weight, held, whole)
+            if caption is not None:
+                similarity = max(similarity, float(cosine[caption]) - CAPTION_DISCOUNT)
+                # Half of it under the caption: the caption lifts every row of its table alike, and the row's own
+                # words ("Neural") tell them apart.
+                share = (share + _share(weight, held | found[caption], whole)) / 2
         short = len(s.text.split()) < MIN_SENTENCE_WORDS
         number = NUMBER_BONUS if wants_number and _STATES_NUMBER.search(_without_citations(s.text)) else 0.0
         section = pool[s.candidate].section or ""
         penalty = (REFERENCE_PENALTY if _REFERENCES.match(section) else 0.0) + (
             FRAGMENT_PENALTY if section != "Table" and len(_REAL_WORD.findall(_CITES.sub(" ", s.text))) < 3 else 0.0)
         definition = DEFINITION_BONUS if defined is not None and defined.search(s.text) else 0.0
-        s.score = (float(cosine[i]) + lexical_weight * share + CONTEXT_WEIGHT * context[s.candidate]
+        s.score = (similarity + lexical_weight * share + CONTEXT_WEIGHT * context[s.candidate]
                    + number
                    + definition - (0.5 if short else 0) - penalty)
     bearing = max(s.score for s in sentences)
@@ -215,7 +268,8 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     for best in ranked:
         own = by_candidate[best.candidate]
         header = [own[0]] if pool[best.candidate].section == "Table" and best.position > 0 else []
-        take([*header, best])
+        if take([*header, best]) and header and best.candidate in captions:
+            take([sentences[captions[best.candidate]]])  # the row's caption too, when it fits
     for best in ranked:
         if best.position in chosen.get(best.candidate, set()):
             own = by_candidate[best.candidate]
@@ -244,6 +298,32 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         item.n_tokens = sum(by_candidate[c][p].tokens for p in kept)
         items.append(item)
     return Compressed(items, round(bearing, 4), len(pool), len(sentences), used)
+
+
+def _captions(pool: Sequence[RetrievedItem], sentences: Sequence[Sentence], found: Sequence[set[str]],
+              cosine: np.ndarray) -> dict[int, int]:
+    """For each table candidate, the sentence (index) of the caption it is read under: among the candidates'
+    sentences that start "Table N" and say something beyond it, one of the same paper on the rows' own pages, else on
+    the page before or after (a float placed at a page's edge); the one that bears most on the question (by its
+    cosine) among those nearest. A table's rows ("Neural 84.6 85.8") say which number is which only under their
+    caption ("Table 4: The Bag of Concepts F1 score of the baseline and neural model")."""
+    by_place: dict[tuple[str | None, int], list[int]] = {}
+    for i, x in enumerate(sentences):
+        item = pool[x.candidate]
+        if (item.kind == "chunk" and item.page_start is not None and _CAPTION.match(x.text)
+                and len(_REAL_WORD.findall(_CAPTION.sub("", x.text))) >= 2):
+            by_place.setdefault((item.paper_id, item.page_start), []).append(i)
+    out = {}
+    for c, item in enumerate(pool):
+        if item.kind != "chunk" or item.section != "Table" or item.page_start is None:
+            continue
+        first, last = item.page_start, item.page_end if item.page_end is not None else item.page_start
+        for pages in (range(first, last + 1), (first - 1, last + 1)):
+            found_at = [i for p in pages for i in by_place.get((item.paper_id, p), [])]
+            if found_at:
+                out[c] = max(found_at, key=lambda i: cosine[i])
+                break
+    return out
 
 
 def _definition_pattern(question: str) -> re.Pattern | None:

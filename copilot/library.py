@@ -13,8 +13,10 @@ shared by everyone, by arXiv id.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from ingest.chunking import ChunkingOptions, chunk_paper
 from ingest.download import being_written, download_pdf, stage_upload, stored_name
 from ingest.errors import ArxivError, IngestError, InvalidArxivId, PDFError
 from ingest.models import PaperChunk, PaperMetadata, ParsedPaper, Progress, no_progress
+
+log = logging.getLogger(__name__)
 
 LOCAL_USER = "local"
 
@@ -82,6 +86,8 @@ class Library:
         self._settings = settings
         self._arxiv = arxiv
         self.chunking = chunking or ChunkingOptions()
+        # Told the id of every paper stored anew (the engine reads its sentence vectors ahead of the first question).
+        self.on_added: Callable[[str], None] | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, store: Store | None = None, embedder: Embedder | None = None,
@@ -224,6 +230,11 @@ class Library:
                 self._discard_unused(sha)
             raise
         seconds["store"] = time.perf_counter() - start
+        if self.on_added is not None:
+            try:
+                self.on_added(paper_id)
+            except Exception:  # noqa: BLE001 - the paper is stored; what follows only makes it faster to ask
+                log.exception("after adding %s", paper_id)
         progress(1.0, f"Added {paper.title or paper_id}")
         return AddResult(paper_id, paper.title, added=True, n_chunks=len(chunks), n_pages=parsed.n_pages,
                          warnings=list(parsed.warnings), seconds={k: round(v, 3) for k, v in seconds.items()})

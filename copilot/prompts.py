@@ -1,7 +1,7 @@
 """Every prompt sent to an LLM, in one place, so they can be read and compared together: answers, thoughts,
 warm-up questions, drafts, ideas and the persona, then the evaluation's task answers, summary tree and judge.
 
-The embedded models are tiny (135M and 270M parameters): prompts stay short, concrete and in plain words, with
+The embedded models are small (135M to 1.5B parameters; the default 0.5B): prompts stay short, concrete and in plain words, with
 the sources numbered the way the reply should cite them (:func:`numbered`). Decoding is greedy, so a changed
 character changes the replies and the evaluation's scores. A base model reads each prompt in its completion form
 (the end of this module).

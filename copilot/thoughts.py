@@ -153,8 +153,9 @@ def relevance_probability(cosine: float | np.ndarray, slope: float = RELEVANCE_S
 def combined_confidence(model: float, relevance: float, relevance_weight: float) -> float:
     """The thought's confidence: the model's verdict probability, blended with the answer's relevance.
 
-    A 135M model's probability of "yes" does not tell real answers from answers to another question (ROC AUC
-    0.50 on ScholarQA-Multi pairs); the embedding relevance does (0.94), and the blend does best (0.96).
+    SmolLM2-135M's probability of "yes" does not tell real answers from answers to another question (ROC AUC
+    0.50 on ScholarQA-Multi pairs); the embedding relevance does (0.94), and the blend does best (0.96). The
+    weight was fitted with SmolLM2, the default then; it is not refitted for the 0.5B default yet.
     """
     return _clamp((1.0 - relevance_weight) * model + relevance_weight * relevance)
 

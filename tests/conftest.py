@@ -35,10 +35,11 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["smollm2-135m", "gemma3-270m"])
+@pytest.fixture(params=["qwen2.5-coder-0.5b", "gemma3-270m"])
 def embedded_model(request: pytest.FixtureRequest) -> str:
-    """Each embedded model in turn (``COPILOT_LLM_MODEL``): the end-to-end tests with the real model run with both,
-    each in its own prompt form (chat for SmolLM2-135M-Instruct, completion for the Gemma 3 270M base model)."""
+    """The default embedded model, then Gemma (``COPILOT_LLM_MODEL``): the end-to-end tests with the real model run
+    in each prompt form (chat for Qwen2.5-Coder-0.5B-Instruct, completion for the Gemma 3 270M base model); the
+    asking test also runs SmolLM2-135M."""
     return request.param
 
 

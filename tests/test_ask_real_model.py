@@ -17,6 +17,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.parametrize("embedded_model", ["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def test_ask_json_with_the_embedded_model(tmp_path: Path, embedded_model: str) -> None:
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
                          "COPILOT_LLM_MODEL": embedded_model}

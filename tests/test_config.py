@@ -12,7 +12,8 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     s = Settings()
     assert s.data_dir == Path("data")
-    assert s.context_budget_tokens == LOCAL_CONTEXT_BUDGET_TOKENS < 2000
+    assert s.context_budget_tokens == 350 < 2000, "the default embedded model's own (Qwen2.5-Coder-0.5B)"
+    assert Settings(llm_model="/models/mine.gguf").context_budget_tokens == LOCAL_CONTEXT_BUDGET_TOKENS
     assert s.max_answer_tokens == LOCAL_MAX_ANSWER_TOKENS
     assert s.top_k == 8
     assert s.dedup_threshold == 0.85
@@ -28,8 +29,8 @@ def test_prompt_size_follows_the_backend_unless_set(monkeypatch: pytest.MonkeyPa
     assert (remote.context_budget_tokens, remote.max_answer_tokens) == (2000, 256)
     assert Settings(llm_backend="hf").context_budget_tokens == 2000
     local = Settings(llm_backend="local")
-    assert (local.context_budget_tokens, local.max_answer_tokens) == (LOCAL_CONTEXT_BUDGET_TOKENS,
-                                                                      LOCAL_MAX_ANSWER_TOKENS)
+    assert (local.context_budget_tokens, local.max_answer_tokens) == (350, LOCAL_MAX_ANSWER_TOKENS)
+    assert Settings(llm_backend="local", llm_model="smollm2-135m").context_budget_tokens == LOCAL_CONTEXT_BUDGET_TOKENS
     assert Settings(llm_backend="local", context_budget_tokens=2000).context_budget_tokens == 2000
     monkeypatch.setenv("COPILOT_MAX_ANSWER_TOKENS", "99")
     assert Settings(llm_backend="openai").max_answer_tokens == 99

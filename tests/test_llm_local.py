@@ -1,27 +1,30 @@
-"""The embedded models run by llama.cpp: SmolLM2-135M-Instruct (chat prompts) and Gemma 3 270M (completion
-prompts), each through the same ``ChatModel`` calls."""
+"""The embedded models run by llama.cpp: Qwen2.5-Coder-0.5B-Instruct (the default) and SmolLM2-135M-Instruct (chat
+prompts) and Gemma 3 270M (completion prompts), each through the same ``ChatModel`` calls."""
 
 import pytest
 
 from copilot.config import Settings
 from copilot.llm import LLMError, build_llm, get_llm
-from copilot.llm.llamacpp import LlamaCppModel, bundled_gguf_path
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
+from copilot.llm.llamacpp import LlamaCppModel
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=["smollm2-135m", "gemma3-270m"])
+@pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def llm(request: pytest.FixtureRequest) -> LlamaCppModel:
     model = get_llm(Settings(llm_backend="local", llm_model=request.param))
     assert isinstance(model, LlamaCppModel)
-    assert model.prompt_form == ("chat" if request.param == "smollm2-135m" else "completion")
+    assert model.prompt_form == ("completion" if request.param == "gemma3-270m" else "chat")
     return model
 
 
-def test_bundled_model_is_found() -> None:
-    path = bundled_gguf_path()
-    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert path.stat().st_size > 50_000_000
+def test_the_default_model_is_found_without_a_path() -> None:
+    model = LlamaCppModel()
+    assert model.model_path.name == "qwen2.5-coder-0.5b-instruct.gguf" and model.prompt_form == "chat"
+    assert model.model_path.stat().st_size == 491_400_064
+    assert model.embedded is not None and model.embedded.name == DEFAULT_EMBEDDED_MODEL
+    assert model.licence.startswith("Apache-2.0") and model.name == "local:qwen2.5-coder-0.5b"
 
 
 def test_generates_and_streams(llm: LlamaCppModel) -> None:

@@ -14,7 +14,7 @@ from copilot.evidence import SentenceVectors, compress
 from copilot.grounding import SourceFacts, facts, missing_facts
 from copilot.storage import Store
 from copilot.types import RetrievedItem
-from tests.conftest import add_chunks, get_row
+from tests.conftest import TEST_DATA, add_chunks, get_row
 from tests.scripted_llm import ScriptedLLM, thought_reply
 
 XAI = ("Deep learning models are often criticised as black boxes. Explainable artificial intelligence (XAI) is a "
@@ -87,6 +87,72 @@ def test_overlapping_chunks_never_send_a_sentence_twice(embedder: Embedder) -> N
     found = compress(question, embedder.encode_query(question), [a, b], SentenceVectors(embedder),
                      budget_tokens=100, count_tokens=lambda text: len(text.split()))
     assert " ".join(i.text for i in found.items).count(shared) == 1
+
+
+def test_a_table_row_is_read_under_its_caption_and_header(embedder: Embedder) -> None:
+    """The row "Neural 84.6 85.8" says which number is which only under its caption and header: it is sent, with
+    them, for a question about the caption's measure; a table on the next page is read under its own caption, not
+    this one."""
+    caption = RetrievedItem("chunk", 1, "The baseline links the most frequent entity. Table 4: The Bag of Concepts F1 "
+                            "score of the baseline and neural model on the two curated datasets.", 0.9,
+                            paper_id="p", section="Entity linking", page_start=5, page_end=5, paper_title="Graph")
+    table = RetrievedItem("chunk", 2, "Model CS Bio\nBaseline 84.2 54.1\nNeural 84.6 85.8", 0.5, paper_id="p",
+                          section="Table", page_start=5, page_end=5, paper_title="Graph")
+    other = RetrievedItem("chunk", 3, "Split Papers Tokens\nTrain 11,000 3.1B\nTest 2,000 0.4B", 0.5, paper_id="p",
+                          section="Table", page_start=6, page_end=6, paper_title="Graph")
+    its_caption = RetrievedItem("chunk", 4, "Table 5: Sizes of the training and test splits.", 0.3, paper_id="p",
+                                section="Data", page_start=6, page_end=6, paper_title="Graph")
+    filler = [RetrievedItem("chunk", 10 + k, text, 0.4, paper_id="p", section="Results", page_start=6, page_end=6,
+                            paper_title="Graph")
+              for k, text in enumerate(["The neural model is trained on the Bio dataset for 10 epochs.",
+                                        "The neural model uses 30,000 words on the Bio dataset.",
+                                        "On the Bio dataset the neural model needs 12 GB of memory."])]
+    question = "What Bag of Concepts F1 does the neural model get on the Bio dataset?"
+    found = compress(question, embedder.encode_query(question), [caption, *filler, its_caption, other, table],
+                     SentenceVectors(embedder), budget_tokens=34, count_tokens=lambda text: len(text.split()))
+    sent = " ".join(i.text for i in found.items)
+    assert "Neural 84.6 85.8" in sent and "Model CS Bio" in sent and "Table 4: The Bag" in sent
+    assert "Train 11,000" not in sent
+
+
+def test_the_papers_own_name_in_a_question_never_outweighs_the_words_that_tell_sentences_apart(
+        embedder: Embedder) -> None:
+    """Asked "Which framework is SPECTER implemented in?" about the SPECTER paper, every sentence naming SPECTER
+    matches the name; the one about the implementation is the one sent."""
+    texts = ["SPECTER outperforms a variety of competitive baselines on the benchmark.",
+             "SPECTER builds embeddings from the title and abstract of a paper.",
+             "Unlike existing pretrained language models, SPECTER can be applied without task-specific fine-tuning.",
+             "We implement our model in AllenNLP and train it on a single GPU."]
+    items = [RetrievedItem("chunk", k, text, 0.5, paper_id="s", section="Body", page_start=1, page_end=1,
+                           paper_title="SPECTER: Document-level Representation Learning")
+             for k, text in enumerate(texts)]
+    question = "Which framework is SPECTER implemented in?"
+    found = compress(question, embedder.encode_query(question), items, SentenceVectors(embedder), budget_tokens=14,
+                     count_tokens=lambda text: len(text.split()))
+    assert "AllenNLP" in " ".join(i.text for i in found.items)
+
+
+def test_a_new_papers_sentences_are_read_before_its_first_question(tmp_path, embedder: Embedder) -> None:  # noqa: ANN001
+    """Adding a paper reads its sentence vectors in the background: its first question embeds none of them."""
+    settings_ = settings(data_dir=tmp_path / "data")
+    copilot = Copilot(settings_, Store.open(settings_), embedder, ScriptedLLM(), read_ahead=True)
+    added = copilot.library.add_pdf(TEST_DATA / "papers" / "2020.acl-main.207.pdf", user_id="ada")
+    assert copilot.flush(timeout=120)
+    read_ahead = len(copilot.sentence_vectors._cache)
+    assert read_ahead == added.n_chunks
+    calls = []
+    real = embedder.encode_documents
+
+    class Counting:
+        dimension = embedder.dimension
+
+        def encode_documents(self, texts: list[str]) -> np.ndarray:
+            calls.append(len(texts))
+            return real(texts)
+
+    copilot.sentence_vectors.embedder = Counting()
+    found = copilot.gather("Which framework is SPECTER implemented in?", user_id="ada", paper_ids=[added.paper_id])
+    assert found.items and calls == []
 
 
 # ----- the check of facts -------------------------------------------------------------------------------------

@@ -410,8 +410,8 @@ def test_real_model_drafts_related_work(real_library: tuple[Path, dict[str, str]
                   citations=[Citation(**c) for c in record["citations"]],
                   sources=[Citation(**s) for s in record["sources"]])
     assert set(draft.paper_ids) == set(ids.values()), "both library papers are sources"
-    # Gemma 3 270M, a base model, writes a line or two here (13-16 words measured) where SmolLM2 writes a section.
-    assert record["llm_calls"] == 1 and len(draft.text.split()) >= (30 if embedded_model == "smollm2-135m" else 5)
+    # Gemma 3 270M, a base model, writes a line or two here (13-16 words measured) where a chat model writes a section.
+    assert record["llm_calls"] == 1 and len(draft.text.split()) >= (5 if embedded_model == "gemma3-270m" else 30)
     numbers = {int(n) for group in re.findall(r"\[([\d, ]+)\]", draft.text) for n in group.split(",")}
     assert numbers == set(range(1, len(draft.citations) + 1)), "the text cites exactly the listed references"
     assert {c.paper_id for c in draft.citations} <= set(draft.paper_ids)

@@ -199,6 +199,7 @@ def build_library(copilot: Any, stems: Sequence[str], log: Log,  # noqa: ANN401 
         added = copilot.library.add_pdf(find_paper(stem, directories), user_id=USER)
         ids[stem] = added.paper_id
         log(f"added {stem}: {added.n_chunks} chunks")
+    copilot.flush(timeout=600)  # the papers' sentences are read ahead, as while a researcher picks a question
     return ids
 
 
@@ -230,7 +231,7 @@ def run(settings: Settings, questions: Sequence[Question], log: Log, *, passes: 
     """Every question once per pass on a fresh library in ``settings.data_dir``; one list of outcomes a pass."""
     from copilot.engine import Copilot
 
-    copilot = Copilot.open(settings)
+    copilot = Copilot.open(settings, read_ahead=True)  # as the web app does
     try:
         stems = list(dict.fromkeys(q.paper for q in questions))
         ids = build_library(copilot, stems, log, directories)

@@ -43,7 +43,7 @@ class Services:
         store = self.store
         with self._lock:
             if self._copilot is None:
-                self._copilot = Copilot.open(self.settings, store=store, adopt_jobs=True)
+                self._copilot = Copilot.open(self.settings, store=store, adopt_jobs=True, read_ahead=True)
             return self._copilot
 
     @property

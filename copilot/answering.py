@@ -220,6 +220,18 @@ def nearest_quotes(found: Compressed, checked: Grounding | None, limit: int = 3)
     return out
 
 
+def drained(jobs: queue.Queue, deadline: float | None) -> bool:
+    """Wait until every job put on ``jobs`` is done; False if the monotonic ``deadline`` (None: none) passed first."""
+    if deadline is None:
+        jobs.join()
+        return True
+    while jobs.unfinished_tasks:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def trim_repetition(text: str) -> str | None:
     """``text`` cut before its first repeated paragraph or sentence, or None when nothing repeats yet."""
     paragraphs = [p.strip() for p in text.split("\n\n")]
@@ -287,15 +299,7 @@ class ThoughtWorker:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted thought is written (or was taken over by another worker); False if
         ``timeout`` passed first."""
-        if timeout is None:
-            self._queue.join()
-            return True
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        return drained(self._queue, None if timeout is None else time.monotonic() + timeout)
 
     def _run(self) -> None:
         next_sweep = time.monotonic()
@@ -388,14 +392,8 @@ class Answerer:
         """Wait until the newly added papers' sentences are read (:meth:`warm_paper`) and every submitted thought is
         written; False if ``timeout`` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        if deadline is None:
-            self._warm_queue.join()
-        else:
-            while self._warm_queue.unfinished_tasks:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.05)
-        return self.worker.flush(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return drained(self._warm_queue, deadline) and self.worker.flush(
+            None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def warm_paper(self, paper_id: str) -> None:
         """Read the sentence vectors of a newly added paper in the background, so the first questions about it

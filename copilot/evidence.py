@@ -205,9 +205,6 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     weight = _idf([found[i] | titled.get(x.candidate, set()) for i, x in enumerate(sentences)], wanted)
     whole = sum(weight.values())
     captions = _captions(pool, sentences, found, cosine)
-    first_sentence = {}
-    for i, x in enumerate(sentences):
-        first_sentence.setdefault(x.candidate, i)
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))
@@ -221,7 +218,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         caption = captions.get(s.candidate)
         share = _share(weight, held, whole)
         if pool[s.candidate].section == "Table" and s.position > 0:  # a row is read under its header and caption
-            header = first_sentence[s.candidate]
+            header = i - s.position  # the row's chunk's first sentence: its header row
             held = held | found[header]
             similarity = max(similarity, float(cosine[header]) - CAPTION_DISCOUNT)
             share = _share(weight, held, whole)

@@ -167,6 +167,12 @@ class Copilot(Answerer):
             raise UserError(f"Unknown paper(s): {', '.join(unknown)}. Pick papers from your library.")
         return list(wanted)
 
+    def arxiv_reachable(self) -> bool:
+        """Whether arXiv can be reached now (a short connection check, remembered for a minute; True for a client
+        that does not check)."""
+        check = getattr(self.library.arxiv, "reachable", None)
+        return bool(check()) if check else True
+
     def search_arxiv(self, query: str, field: str, max_results: int) -> list[PaperMetadata]:
         """arXiv papers by free text, title, author or category."""
         client = self.library.arxiv

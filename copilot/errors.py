@@ -37,6 +37,22 @@ class ComponentError(CopilotError, RuntimeError):
 SHOWN: tuple[type[Exception], ...] = (CopilotError, IngestError)
 
 
+# A file path: absolute (two or more parts), a file URL, or from the home or working directory ("~/x", "./data/x"),
+# not part of a web URL: the web page shows its last part.
+_SERVER_PATH = re.compile(r"(?:file://|(?<![\w:/.~-])(?:~|\.{1,2})?)(?:/[\w.@+~-]+)+/([\w.@+~-]+)")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with every absolute file path replaced by its file name ("/tmp/gradio/2f81…/paper.pdf does not
+    exist" -> "paper.pdf does not exist"): a web page never shows where the server keeps its files."""
+    return _SERVER_PATH.sub(lambda m: m.group(1), text)
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 paper", "2 papers"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def one_line(exc: BaseException) -> str:
     """The message a shell shows for ``exc``: its text, or its class name when it has none."""
     return str(exc) or exc.__class__.__name__

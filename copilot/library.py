@@ -105,7 +105,7 @@ class Library:
     @property
     def arxiv(self) -> ArxivClient:
         if self._arxiv is None:
-            self._arxiv = ArxivClient()
+            self._arxiv = ArxivClient(check_reachable=True)  # offline, every arXiv action fails within 3 s
         return self._arxiv
 
     # ----- look-ups ----------------------------------------------------------------------------------

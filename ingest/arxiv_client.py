@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable
 
 import arxiv
@@ -42,6 +44,10 @@ MIN_DELAY_SECONDS = 3.0
 DEFAULT_TIMEOUT_SECONDS = 30.0
 # The longest wait a Retry-After header can impose before the next try.
 MAX_RETRY_AFTER_SECONDS = 60.0
+# A client made with ``check_reachable``: before it speaks to arXiv, a connection to arXiv's host must open within
+# this many seconds; the outcome is remembered this long, so that offline every later action fails at once.
+REACH_TIMEOUT_SECONDS = 3.0
+REACH_MEMORY_SECONDS = 60.0
 
 SORT_BY: dict[str, arxiv.SortCriterion] = {
     "relevance": arxiv.SortCriterion.Relevance,
@@ -181,6 +187,64 @@ def _retry_after(response: requests.Response) -> float | None:
         return max(0.0, min(float(value), MAX_RETRY_AFTER_SECONDS))
     except ValueError:
         return None
+
+
+class _Reachability:
+    """Whether a host accepted a connection lately: one short probe, remembered for :data:`REACH_MEMORY_SECONDS`
+    by every client of this process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.probing = threading.Lock()  # one probe at a time: callers meanwhile wait for its answer
+        self.known: dict[tuple[str, int], tuple[bool, float]] = {}
+
+    def _remembered(self, host: str, port: int) -> bool | None:
+        with self.lock:
+            known = self.known.get((host, port))
+        return known[0] if known is not None and time.monotonic() - known[1] < REACH_MEMORY_SECONDS else None
+
+    def check(self, host: str, port: int) -> bool:
+        remembered = self._remembered(host, port)
+        if remembered is not None:
+            return remembered
+        with self.probing:
+            remembered = self._remembered(host, port)
+            return remembered if remembered is not None else self._probe(host, port)
+
+    def _probe(self, host: str, port: int) -> bool:
+        opened: list[bool] = []
+
+        def probe() -> None:  # name resolution has no timeout of its own: the thread is waited for, not joined
+            try:
+                socket.create_connection((host, port), timeout=REACH_TIMEOUT_SECONDS).close()
+                opened.append(True)
+            except OSError:
+                opened.append(False)
+
+        worker = threading.Thread(target=probe, name="arxiv-reachable", daemon=True)
+        worker.start()
+        worker.join(REACH_TIMEOUT_SECONDS)
+        reachable = bool(opened and opened[0])
+        with self.lock:
+            self.known[(host, port)] = (reachable, time.monotonic())
+        if not reachable:
+            logger.warning("arXiv's host %s:%d accepted no connection within %g s", host, port,
+                           REACH_TIMEOUT_SECONDS)
+        return reachable
+
+    def forget(self) -> None:
+        with self.lock:
+            self.known.clear()
+
+
+_REACHABILITY = _Reachability()
+
+
+def _unreachable() -> ArxivUnavailable:
+    return ArxivUnavailable(
+        f"arXiv cannot be reached from this server (no connection within {REACH_TIMEOUT_SECONDS:g} s). Please try "
+        "again in a minute; uploading a PDF still works."
+    )
 
 
 def _unavailable(detail: str, tries: int) -> ArxivUnavailable:
@@ -331,13 +395,33 @@ class ArxivClient:
     """
 
     def __init__(self, delay_seconds: float = 3.0, num_retries: int = 3, page_size: int = 100, *,
-                 backoff_seconds: float = 2.0, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+                 backoff_seconds: float = 2.0, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+                 check_reachable: bool = False, query_url: str | None = None):
         if num_retries < 0:
             raise ValueError("num_retries must be 0 or more")
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self._client = _PoliteClient(page_size=page_size, delay_seconds=delay_seconds, num_retries=num_retries,
                                      backoff_seconds=backoff_seconds, timeout_seconds=timeout_seconds)
+        if query_url:
+            self._client.query_url_format = query_url.split("?", 1)[0] + "?{}"
+        self.check_reachable = check_reachable
+
+    def reachable(self) -> bool:
+        """Whether arXiv's API host accepts a connection (within :data:`REACH_TIMEOUT_SECONDS`, remembered for
+        :data:`REACH_MEMORY_SECONDS`); True without asking for a client made without ``check_reachable``."""
+        if not self.check_reachable:
+            return True
+        address = self._client.query_url_format.split("?", 1)[0]
+        if requests.utils.get_environ_proxies(address):
+            return True  # requests go through a proxy: only a request can tell
+        url = urllib.parse.urlsplit(address)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        return _REACHABILITY.check(url.hostname or "", port)
+
+    def _require_reachable(self) -> None:
+        if not self.reachable():
+            raise _unreachable()
 
     @property
     def session(self) -> requests.Session:
@@ -358,6 +442,7 @@ class ArxivClient:
 
     def wait_turn(self) -> None:
         """Take this process's next turn to speak to arXiv (PDF downloads are as polite as API calls)."""
+        self._require_reachable()
         self._client.wait_turn()
 
     # -- look-ups by id --------------------------------------------------------------------
@@ -458,6 +543,7 @@ class ArxivClient:
         return _dedupe(self._run(search))
 
     def _run(self, search: arxiv.Search) -> list[PaperMetadata]:
+        self._require_reachable()
         try:
             results = list(self._client.results(search))
         except IngestError:

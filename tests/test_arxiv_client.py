@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
+from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -609,3 +612,63 @@ def test_pdf_downloads_take_a_turn_too(monkeypatch: pytest.MonkeyPatch) -> None:
     clock["now"] += 1.0
     client.wait_turn()
     assert slept == [pytest.approx(2.0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Offline: known within 3 s, remembered for a minute
+
+
+@pytest.fixture
+def fresh_reachability() -> Iterator[None]:
+    arxiv_client._REACHABILITY.forget()
+    yield
+    arxiv_client._REACHABILITY.forget()
+
+
+def test_an_unreachable_host_fails_at_once_and_is_remembered(fresh_reachability, monkeypatch, fake) -> None:
+    from tests.conftest import free_port
+
+    probes = []
+    opening = socket.create_connection
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: probes.append(a) or opening(*a, **k))
+    client = ArxivClient(check_reachable=True, query_url=f"http://127.0.0.1:{free_port()}/api/query",
+                         delay_seconds=0.0)
+    monkeypatch.setattr(client.session, "get", fake.get)
+    started = time.monotonic()
+    with pytest.raises(ArxivUnavailable, match="cannot be reached.*uploading a PDF still works"):
+        client.search("testing")
+    assert time.monotonic() - started < arxiv_client.REACH_TIMEOUT_SECONDS + 0.5
+    started = time.monotonic()
+    with pytest.raises(ArxivUnavailable):
+        client.by_id("1605.08386")
+    with pytest.raises(ArxivUnavailable):
+        client.wait_turn()  # a PDF download asks first too
+    assert time.monotonic() - started < 0.2 and len(probes) == 1, "remembered: no second probe"
+    assert fake.calls == [], "no request was sent"
+
+
+def test_the_check_gives_up_after_its_timeout(fresh_reachability, monkeypatch) -> None:
+    monkeypatch.setattr(arxiv_client, "REACH_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: time.sleep(5))  # a host that never answers
+    client = ArxivClient(check_reachable=True)
+    started = time.monotonic()
+    assert client.reachable() is False
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_reachable_host_lets_requests_through(fresh_reachability, monkeypatch, fake) -> None:
+    probes = []
+
+    class Opened:
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(socket, "create_connection", lambda address, **k: probes.append(address) or Opened())
+    client = ArxivClient(check_reachable=True, delay_seconds=0.0)
+    monkeypatch.setattr(client.session, "get", fake.get)
+    assert client.by_id("1605.08386").title == "Heat-bath random walks with Markov bases"
+    assert probes == [("export.arxiv.org", 443)], "arXiv's API host is the one checked"
+    assert ArxivClient().reachable() and len(probes) == 1, "a client made without the check never asks"
+    arxiv_client._REACHABILITY.forget()
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    assert ArxivClient(check_reachable=True).reachable() and len(probes) == 1, "behind a proxy only a request tells"

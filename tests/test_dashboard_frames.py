@@ -3,17 +3,16 @@
 import gradio as gr
 import pandas as pd
 
-from copilot.ui.dashboard_tab import (
-    FEEDBACK_SIGNAL,
+from copilot.engine import FEEDBACK_SIGNAL
+from copilot.ui.dashboard_charts import (
     confidence_frame,
     depth_colors,
     depth_frame,
     growth_frame,
     line_labels,
     signal_colors,
-    summary_markdown,
-    thought_rows,
 )
+from copilot.ui.dashboard_tab import summary_markdown, thought_rows
 
 
 def thought(tid: int, depth: int, created: str, confidence: float = 0.7, text: str = "x") -> dict:

@@ -12,8 +12,8 @@ from copilot.config import Settings
 from copilot.errors import NotFound, UserError
 from copilot.library import Library
 from copilot.limits import LimitExceeded
-from copilot.ui.dashboard_tab import EMPTY_HINT, TIME_AXIS_FORMAT, charts_shown, evolution_frame, growth_frame
-from copilot.ui.dashboard_tab import summary_markdown
+from copilot.ui.dashboard_charts import TIME_AXIS_FORMAT, charts_shown, evolution_frame, growth_frame
+from copilot.ui.dashboard_tab import EMPTY_HINT, summary_markdown
 from ingest.errors import ArxivUnavailable
 from tests.library_support import add_paper, make_copilot
 from tests.scripted_llm import ScriptedLLM

@@ -111,3 +111,16 @@ def test_the_benchmark_runs_on_a_tiny_subset_of_the_real_papers() -> None:
     rows, about = run(settings, limit=2)
     assert about["pairs"] == 2 and about["papers"] == 1 and [r["method"] for r in rows] == list(METHODS)
     assert all(0.0 <= r["recall_at_5"] <= 1.0 for r in rows) and "| alone |" in markdown(rows, about)
+
+
+def test_a_pronoun_inside_a_self_contained_question_does_not_make_it_a_follow_up() -> None:
+    from copilot.bench.followups import detection
+
+    assert not is_follow_up("What does S2ORC contain and how big is it?")
+    assert not is_follow_up("What learning rate did they train SPECTER with?")
+    assert not is_follow_up("How does SPECTER use its citation graph?")
+    assert is_follow_up("How big is it?") and is_follow_up("Is it better than SciBERT?")
+    assert is_follow_up("On what GPU was it trained?") and is_follow_up("Why is that?")
+    found = detection()
+    assert found["self_contained"] >= 20 and found["follow_ups"] >= 30
+    assert found["follow_up_rate"] >= 0.9 and found["false_follow_up_rate"] <= 0.1, found

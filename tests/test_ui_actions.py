@@ -65,3 +65,46 @@ def test_a_streaming_handler_stays_a_generator(ctx: AppContext) -> None:
     assert next(stream) == "local asked"
     with pytest.raises(gr.Error, match="No answer #3"):
         next(stream)
+
+
+class _Request:
+    """What the wrapper reads of a request: the header the page's own calls carry (an API client sends "api")."""
+
+    def __init__(self, who: str) -> None:
+        self.headers = {"x-gradio-user": who}
+        self.client = None
+        self.cookies = {}
+
+
+def test_a_refusal_on_the_page_is_a_notice_and_changes_no_output(ctx: AppContext) -> None:
+    @action(ctx)
+    def upload(paths: list[str] | None, user_id: str) -> tuple[str, list]:
+        raise NotFound("/tmp/gradio/2f81ab/2020.acl-main.207.pdf does not exist or is not a file.")
+
+    with pytest.warns(UserWarning, match=r"^2020\.acl-main\.207\.pdf does not exist"):
+        assert upload(["a.pdf"], _Request("app")) == gr.skip(), "every output keeps what it showed"
+    with pytest.raises(gr.Error) as info:
+        upload(["a.pdf"], _Request("api"))
+    assert info.value.message == "2020.acl-main.207.pdf does not exist or is not a file."
+
+
+def test_a_streaming_refusal_on_the_page_keeps_what_was_shown(ctx: AppContext) -> None:
+    @action(ctx)
+    def chat(message: str, user_id: str) -> typing.Iterator[Any]:
+        if len(message) > 5:
+            raise gr.Error("Questions are limited to 5 characters.")
+        yield "asked"
+
+    with pytest.warns(UserWarning, match="limited to 5"):
+        assert list(chat("too long", _Request("app"))) == [gr.skip()]
+    with pytest.raises(gr.Error, match="limited to 5"):
+        list(chat("too long", _Request("mcp")))
+
+
+def test_server_paths_are_named_by_their_file_only() -> None:
+    from copilot.errors import without_paths
+
+    assert without_paths("/tmp/gradio/2f81/x.pdf does not exist") == "x.pdf does not exist"
+    assert without_paths("at /srv/data/copilot/db.sqlite3, locked") == "at db.sqlite3, locked"
+    kept = "see https://arxiv.org/abs/2104.12255 or 10.1145/3397271 and 1/2 of a/b"
+    assert without_paths(kept) == kept

@@ -8,6 +8,8 @@ adds 2301.00003, 2301.00004 and 2301.00001, and the BibTeX export then finds 230
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -150,9 +152,43 @@ def test_filter_and_remove_several_papers_flagging_their_thoughts(app) -> None: 
         a.predict([*mine, "2301.00001"], api_name="/remove_papers")
     assert set(mine) <= {r[0] for r in _rows(a.predict(api_name="/list_papers"))}, "a refused list removes none"
     notice, papers = a.predict(list(mine), api_name="/remove_papers")
-    assert notice.startswith("Removed 2 papers") and "thoughts built on them are flagged" in notice, notice
+    assert notice.startswith("Removed 2 papers") and re.search(r"\b1 thought built on them is flagged|"
+                                                                r"\b\d+ thoughts built on them are flagged", notice), notice
     assert not set(mine) & {r[0] for r in _rows(papers)}
     thoughts = _rows(a.predict("", "newest", api_name="/list_thoughts"))
     assert thoughts and all(r[5] for r in thoughts), "every thought built on the removed papers is flagged"
     with pytest.raises(Exception, match="Choose the papers"):
         a.predict([], api_name="/remove_papers")
+
+
+def test_no_refusal_shows_a_server_path(app) -> None:  # noqa: ANN001
+    """Every refusal an API caller (and so the page) gets is one line naming files by name only: never the Gradio
+    cache, the data directory or any other absolute path of the server."""
+    from gradio.utils import get_upload_folder
+
+    url, services, _, root = app
+    client = _client(url)
+    not_a_pdf = root / "notes.pdf"
+    not_a_pdf.write_text("these are notes, not a PDF")
+    empty = root / "empty.pdf"
+    empty.write_bytes(b"")
+    calls = [
+        ([handle_file(str(not_a_pdf))], "/upload_pdfs"),
+        ([handle_file(str(empty)), handle_file(str(not_a_pdf))], "/upload_pdfs"),
+        ([], "/upload_pdfs"),
+        (["not an id"], "/add_arxiv"),
+        (["pdf-000000000000"], "/remove_papers"),
+        (99, "/thought_detail"),
+        ("x" * 5000, [], [], False, False, "/chat"),
+    ]
+    server_paths = [str(Path(get_upload_folder()).resolve()), "/tmp", str(services.settings.data_dir.resolve()),
+                    str(root)]
+    refused = []
+    for *args, api_name in calls:
+        with pytest.raises(Exception) as info:  # noqa: PT011 - any refusal; its text is what is checked
+            client.predict(*args, api_name=api_name)
+        refused.append(str(info.value))
+    assert any("notes.pdf" in m for m in refused) and any("empty.pdf" in m for m in refused), refused
+    leaks = [m for m in refused if any(p in m for p in server_paths)]
+    assert not leaks, leaks
+    assert all("\n" not in m.strip() for m in refused), refused

@@ -118,14 +118,17 @@ class StubArxiv:
     def wait_turn(self) -> None:
         """No pacing needed for a local server."""
 
+    def reachable(self) -> bool:
+        return not self.offline
+
 
 TEST_PAPERS = TEST_DATA / "papers"
 
 
 @contextlib.contextmanager
-def app_in_process(settings: Any, llm: Any) -> Iterator[tuple[str, Any, StubArxiv]]:  # noqa: ANN401
-    """The real web app for ``settings`` served on a free local port, with ``llm`` and the arXiv stand-in;
-    yields (url, services, arxiv) and stops both servers afterwards."""
+def app_in_process(settings: Any, llm: Any, arxiv: Any = None) -> Iterator[tuple[str, Any, StubArxiv]]:  # noqa: ANN401
+    """The real web app for ``settings`` served on a free local port, with ``llm`` and the arXiv stand-in (or the
+    ``arxiv`` client given); yields (url, services, arxiv) and stops both servers afterwards."""
     from copilot.embeddings import get_embedder
     from copilot.engine import Copilot
     from copilot.storage import Store
@@ -137,7 +140,7 @@ def app_in_process(settings: Any, llm: Any) -> Iterator[tuple[str, Any, StubArxi
     store = Store.open(settings)
     copilot = Copilot(settings, store, get_embedder(settings), llm)
     server, base_url = pdf_server(TEST_PAPERS)
-    arxiv = StubArxiv(base_url)
+    arxiv = arxiv or StubArxiv(base_url)
     services = Services(settings, copilot, Library.open(settings, store=store, embedder=copilot.embedder,
                                                         arxiv=arxiv))
     demo = build_app(settings, services, warm_up=False)

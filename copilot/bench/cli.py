@@ -233,9 +233,24 @@ def models(quick: bool, as_json: bool, target_s: float | None, together: bool, o
                "copilot/bench/followups.py).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N pairs of the set.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per method, one per line.")
-def followups(limit: int | None, as_json: bool) -> None:
-    from copilot.bench.followups import markdown, run
+@click.option("--detection", is_flag=True, help="Only how often follow-ups, and self-contained questions with a "
+              "pronoun, are taken for follow-ups (no library needed).")
+def followups(limit: int | None, as_json: bool, detection: bool) -> None:
+    from copilot.bench.followups import detection as detect, markdown, run
 
+    if detection:
+        found = detect()
+        if as_json:
+            print(json.dumps(found))
+        else:
+            print(f"follow-ups taken for ones: {found['follow_ups_taken']} of {found['follow_ups']} "
+                  f"({found['follow_up_rate']:.3f}); self-contained questions taken for ones: "
+                  f"{found['self_contained_taken']} of {found['self_contained']} ({found['false_follow_up_rate']:.3f})")
+            for question in found["missed"]:
+                print(f"- missed: {question}")
+            for question in found["wrongly_taken"]:
+                print(f"- wrongly taken: {question}")
+        return
     settings = Settings()
     apply_offline_defaults(settings)
     rows, about = run(settings, limit=limit, log=lambda message: print(message, file=sys.stderr, flush=True))

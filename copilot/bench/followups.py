@@ -19,6 +19,11 @@ Scores, over the 5 first packed items (the product's packing, near-duplicates sk
 Recall@5, the share of follow-ups with a chunk of the right paper holding the gold among them; paper@5, the share
 with any chunk of the right paper among them; and share@5, the mean fraction of them that come from the right
 paper. A question the rewriting does not take for a follow-up is searched for as asked by every method.
+
+``--detection`` measures only whether a question is taken for a follow-up (:func:`copilot.followups.is_follow_up`,
+no library needed): the share of the set's follow-ups taken for ones, and the share of the self-contained questions
+of ``tests/data/self_contained.jsonl`` wrongly taken for ones. Those hold a pronoun or a demonstrative, as
+researchers write them ("What does S2ORC contain and how big is it?").
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ import numpy as np
 
 from copilot.bench.lookup import UNLIMITED_BUDGET, first_hit, library_of
 from copilot.config import Settings
-from copilot.followups import FollowUp, follow_up
+from copilot.followups import FollowUp, follow_up, is_follow_up
 from copilot.retrieval import Candidate, chunk_items, fused_order, pack_context, retrieve_mixture
 from copilot.storage import Store
 from copilot.types import RetrievedItem
 
 FOLLOWUP_SET = Path(__file__).resolve().parents[2] / "tests" / "data" / "followups.jsonl"
+SELF_CONTAINED_SET = FOLLOWUP_SET.with_name("self_contained.jsonl")
 USER = "lookup"
 K = 8  # items packed, as the chat packs
 AT = 5  # the items scored
@@ -151,6 +157,19 @@ def run(settings: Settings, methods: Sequence[str] = METHODS, path: Path = FOLLO
                  "chunks": sum(len(library.store.chunks.of_paper(i)) for i in ids.values()),
                  "retrieval": settings.retrieval}
     return rows, about
+
+
+def detection(pairs_path: Path = FOLLOWUP_SET, standalone_path: Path = SELF_CONTAINED_SET) -> dict:
+    """How often follow-ups are taken for ones, and self-contained questions wrongly so, with the misses."""
+    follow_ups = [pair.follow_up for pair in load_pairs(pairs_path)]
+    standalone = [json.loads(line)["question"] for line in standalone_path.read_text().splitlines() if line.strip()]
+    taken = [q for q in follow_ups if is_follow_up(q)]
+    wrongly = [q for q in standalone if is_follow_up(q)]
+    return {"follow_ups": len(follow_ups), "follow_ups_taken": len(taken),
+            "follow_up_rate": round(len(taken) / max(len(follow_ups), 1), 4),
+            "self_contained": len(standalone), "self_contained_taken": len(wrongly),
+            "false_follow_up_rate": round(len(wrongly) / max(len(standalone), 1), 4),
+            "missed": [q for q in follow_ups if q not in taken], "wrongly_taken": wrongly}
 
 
 def markdown(rows: Sequence[dict], about: dict) -> str:

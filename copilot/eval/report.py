@@ -10,6 +10,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from copilot.errors import plural
+
 METRIC_LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "semantic_f1": "semantic F1",
                  "recall@1": "Recall@1", "recall@5": "Recall@5", "recall@10": "Recall@10", "accuracy": "accuracy"}
 GENERATE_METRICS = ("rouge1", "rouge2", "rougeL", "semantic_f1")
@@ -18,10 +20,6 @@ CLAIM_METRICS = ("recall@1", "recall@5", "recall@10", "accuracy")
 
 def metric_names(task: dict[str, Any]) -> tuple[str, ...]:
     return CLAIM_METRICS if task["kind"] == "claims" else GENERATE_METRICS
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def cell(summary: dict[str, Any] | None) -> str:

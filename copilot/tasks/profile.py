@@ -127,7 +127,7 @@ def profile_from_author(copilot: Copilot, author: str, *, user_id: str,
         raise UserError("Type an author's name as arXiv spells it, e.g. \"Kyle Lo\".")
     try:
         if arxiv_client is None:
-            arxiv_client = ArxivClient(num_retries=1)
+            arxiv_client = ArxivClient(num_retries=1, check_reachable=True)
         papers = arxiv_client.by_author(author, max_results=max_papers)
     except ArxivError as exc:
         raise ComponentError(f"Could not search arXiv for papers by {author}: {exc}") from exc

@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 PERSISTENT_ROOT = Path("/data")  # where a Space mounts its persistent storage or storage bucket
 STATIC_DIR = Path(__file__).resolve().parent.parent.parent / "static"
 CSS_PATH = STATIC_DIR / "style.css"
+PAGE_JS = STATIC_DIR / "page.js"  # the page's own script: an [n] in an answer opens its passage
 
 INTRO = (
     "## Paper Copilot\n"
@@ -149,6 +150,8 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
     # Chats waiting in the model's line and thought-status checks hold a server thread each (up to 32 of each at
     # once): enough threads that page loads and other actions never wait behind them.
     kwargs.setdefault("max_threads", 100)
+    kwargs.setdefault("css_paths", [CSS_PATH] if CSS_PATH.exists() else None)
+    kwargs.setdefault("js", PAGE_JS.read_text(encoding="utf-8") if PAGE_JS.exists() else None)
     gradio_queue = settings.queue_size + 2 * CHAT_CONCURRENCY
     return demo.queue(default_concurrency_limit=2, max_size=gradio_queue).launch(
         max_file_size=f"{settings.max_upload_mb}mb",
@@ -203,5 +206,6 @@ def launch(settings: Settings | None = None, **kwargs: Any) -> None:  # noqa: AN
     demo = build_app(settings, services)
     start_refresh_schedule(settings, services)
     start_guest_expiry(settings, services)
-    serve(demo, settings, css_paths=[CSS_PATH] if CSS_PATH.exists() else None, theme=gr.themes.Soft(),
-          show_error=True, **kwargs)
+    # A refusal reaches the page through the action wrapper; an unexpected error's text (which may name server
+    # paths) stays in the log, and the page shows Gradio's generic error.
+    serve(demo, settings, theme=gr.themes.Soft(), show_error=False, **kwargs)

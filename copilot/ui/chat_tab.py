@@ -9,6 +9,7 @@ import gradio as gr
 
 from copilot.conversations import reference_line
 from copilot.engine import AskResult
+from copilot.errors import SHOWN, one_line, without_paths
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui import conversations_panel, passage_view
@@ -44,8 +45,9 @@ def _sources_markdown(items: list[RetrievedItem]) -> str:
 
 
 def _answer_markdown(answer: str, items: list[RetrievedItem]) -> str:
-    """The answer above its source list; the list is shown from the moment retrieval is done."""
-    return f"{answer}\n\n{_sources_markdown(items)}"
+    """The answer above its source list; the list is shown from the moment retrieval is done. Each ``[n]`` opens
+    its passage."""
+    return passage_view.linked(f"{answer}\n\n{_sources_markdown(items)}", items)
 
 
 def queue_text(position: QueuePosition) -> str:
@@ -81,9 +83,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                     message = gr.Textbox(placeholder="Ask about your papers…", show_label=False, scale=8,
                                          elem_id="message", autofocus=True)
                     send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
-                with gr.Row():
-                    up = gr.Button("👍 Helpful", size="sm", elem_id="thumbs-up")
-                    down = gr.Button("👎 Not helpful", size="sm", elem_id="thumbs-down")
+                with gr.Row():  # words, not emoji: a browser without an emoji font shows empty boxes
+                    up = gr.Button("Helpful", size="sm", elem_id="thumbs-up")
+                    down = gr.Button("Not helpful", size="sm", elem_id="thumbs-down")
                     clear = gr.Button("Clear conversation", size="sm", elem_id="clear")
                 status = gr.Markdown(elem_id="chat-status")
                 query_id = gr.Number(label="Answer id", precision=0, interactive=False, visible=False,
@@ -97,8 +99,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 share = gr.Checkbox(label="Share my new thoughts in the public pool", value=False)
                 retrieved = gr.Dataframe(headers=RETRIEVED_HEADERS, label="Retrieved for the last answer",
                                          interactive=False, wrap=True, column_widths=RETRIEVED_WIDTHS,
-                                         max_chars=160, elem_id="retrieved")
-                passage_view.build(ctx, retrieved)  # the cited passage on its page, for a picked source
+                                         max_chars=160, elem_id="retrieved", render=False)
+                # The cited passage beside the answer, above the table of everything retrieved.
+                passage = passage_view.build(ctx, retrieved)
+                retrieved.render()
         listing = conversations_panel.connect(ctx, panel, chatbot=chatbot, conversation=conversation,
                                               query_id=query_id, retrieved=retrieved,
                                               source_rows=lambda items: _rows(items, []))
@@ -125,24 +129,31 @@ def build(ctx: AppContext) -> dict[str, Any]:
         result: AskResult | None = None
         items: list[RetrievedItem] = []
         rows: list[list[Any]] = []
-        # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer; an
-        # error leaves the typed question in the history above.
-        for update in ctx.copilot.chat_stream(user_id, message, paper_ids=list(scope) if scope else None,
-                                              include_public=use_public, share_thought=share,
-                                              conversation_id=conversation):
-            if isinstance(update, AskResult):
-                result = update
-                continue
-            if isinstance(update, AnswerSources):
-                items = update.items
-                rows = _rows(items, update.memories)
-                text, note = "", "Sources found; the answer comes next…"
-            elif isinstance(update, QueuePosition):
-                text, note = queue_text(update), queue_text(update)
-            else:  # the draft as it streams: marked as such until the check replaces it
-                text, note = f"{DRAFT_LABEL}\n\n{update}", "Writing; the answer is checked against the sources next…"
-            shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
-            yield "", shown, rows, None, note, conversation
+        # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer. A
+        # refusal on the way (the model's line is full, a limit is reached) is written where the answer would have
+        # been, under the question, and then raised as the call's error.
+        stream = ctx.copilot.chat_stream(user_id, message, paper_ids=list(scope) if scope else None,
+                                         include_public=use_public, share_thought=share, conversation_id=conversation)
+        try:
+            for update in stream:
+                if isinstance(update, AskResult):
+                    result = update
+                    continue
+                if isinstance(update, AnswerSources):
+                    items = update.items
+                    rows = _rows(items, update.memories)
+                    text, note = "", "Sources found; the answer comes next…"
+                elif isinstance(update, QueuePosition):
+                    text, note = queue_text(update), queue_text(update)
+                else:  # the draft as it streams: marked as such until the check replaces it
+                    text = f"{DRAFT_LABEL}\n\n{update}"
+                    note = "Writing; the answer is checked against the sources next…"
+                shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
+                yield "", shown, rows, None, note, conversation
+        except SHOWN as exc:
+            shown[-1] = {"role": "assistant", "content": f"⚠️ *Not answered: {without_paths(one_line(exc))}*"}
+            yield "", shown, rows, None, "", conversation
+            raise
         assert result is not None
         checked = result.to_markdown()
         shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}
@@ -166,7 +177,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             raise gr.Error("Ask a question first: feedback applies to the last answer.")
         # The answer's own thought must be written first, or the feedback could not move its confidence.
         result = ctx.copilot.rate(int(query_id), value, user_id, THOUGHT_WAIT_S)
-        word = "👍 Thanks" if value > 0 else "👎 Noted"
+        word = "Thanks" if value > 0 else "Noted"
         before = result["before"]
         if result["thought_id"] is None or result["confidence"] is None:
             return f"{word}: feedback saved (this answer made no thought)."
@@ -186,16 +197,21 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     inputs = [message, chatbot, scope, use_public, share, conversation]
     outputs = [message, chatbot, retrieved, query_id, status, conversation]
+    shown_passage = [passage["image"], passage["text"], passage["number"]]
     chat_evt = message.submit(chat, inputs, outputs, api_name="chat", concurrency_limit=CHAT_CONCURRENCY,
                               concurrency_id="chat")
     chat_evt.then(*listing, api_visibility="private")
+    chat_evt.then(passage["follow"], [chatbot], shown_passage[:2], api_visibility="private")
     chat_evt.then(thought_status, [query_id], [status], api_name="thought_status",
                   concurrency_limit=CHAT_CONCURRENCY, concurrency_id="thought_status")
-    send.click(chat, inputs, outputs, api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
-               concurrency_id="chat").then(*listing, api_visibility="private").then(
+    sent = send.click(chat, inputs, outputs, api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
+                      concurrency_id="chat")
+    sent.then(*listing, api_visibility="private").then(
         thought_status, [query_id], [status], api_visibility="private", concurrency_limit=CHAT_CONCURRENCY,
         concurrency_id="thought_status")
+    sent.then(passage["follow"], [chatbot], shown_passage[:2], api_visibility="private")
     up.click(feedback_up, [query_id], [status], api_name="feedback_up")
     down.click(feedback_down, [query_id], [status], api_name="feedback_down")
-    clear.click(lambda: ("", [], [], None, "", None), None, outputs, api_name="clear")
+    clear.click(lambda: ("", [], [], None, "", None), None, outputs, api_name="clear").then(
+        passage["cleared"], None, shown_passage, api_visibility="private", queue=False)
     return {"scope": scope, "load": [listing]}

@@ -11,7 +11,7 @@ import gradio as gr
 
 from copilot.config import Settings
 from copilot.engine import Copilot
-from copilot.errors import one_line
+from copilot.errors import one_line, without_paths
 from copilot.storage import StorageError
 from copilot.ui.identity import GuestTokens, guest_tokens
 from copilot.ui.services import Services
@@ -24,8 +24,10 @@ MAX_ADDRESSES = 100_000  # guests whose last client address is remembered, the l
 
 
 def page_error(exc: BaseException) -> gr.Error:
-    """A readable error for the page: the exception's one line; the traceback stays in the server log."""
-    return gr.Error(one_line(exc))
+    """A readable error for the page: the exception's one line, without server paths; the traceback stays in the
+    server log."""
+    message = exc.message if isinstance(exc, gr.Error) else one_line(exc)
+    return gr.Error(" ".join(without_paths(str(message)).split()))
 
 
 @dataclass

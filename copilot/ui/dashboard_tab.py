@@ -8,114 +8,20 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from copilot.engine import FEEDBACK_SIGNAL
-from copilot.storage import utc_now
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
+from copilot.ui.dashboard_charts import (
+    TIME_AXIS_FORMAT, charts_shown, confidence_frame, count_limit, depth_colors, depth_frame, evolution_frame,
+    growth_frame, line_labels, signal_colors,
+)
+from copilot.errors import plural
 
 THOUGHT_HEADERS = ["id", "depth", "confidence", "support", "public", "flagged", "created", "text"]
 THOUGHT_WIDTHS = ["56px", "64px", "100px", "80px", "72px", "80px", "170px", "auto"]
 SORTS = {"newest": ("id", False), "oldest": ("id", True), "confidence": ("confidence", False),
          "depth": ("depth", False), "support": ("support", False)}
-CONF_BINS = [i / 10 for i in range(11)]
 EMPTY_HINT = ("**No thoughts yet.** Ask a question in the Chat tab: each answer leaves a thought in this memory, "
               "and the charts appear here as it grows.")
-# Dates and times on the growth chart's axis, over at least ten minutes: Vega's default labels the span of seconds
-# between a first thought and opening the dashboard in milliseconds (".800"), and any format repeats one label.
-TIME_AXIS_FORMAT = "%b %d, %H:%M"
-MIN_TIME_SPAN = pd.Timedelta(minutes=10)
-# Vega's "category10" colours: a line keeps its colour (depth 1 is always blue) as the memory grows.
-PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
-           "#bab0ac"]
-
-
-def depth_colors(labels: list[str]) -> dict[str, str]:
-    """``depth N`` keeps one colour for good (depth 1 is always blue).
-
-    Gradio's line plot fixes its colour domain when it first draws and rebuilds the chart only when a property
-    such as ``color_map`` changes; a map of exactly the lines present makes a new depth appear when it is born.
-    """
-    return {label: PALETTE[(int(label.split()[-1]) - 1) % len(PALETTE)] for label in labels}
-
-
-def signal_colors(labels: list[str]) -> dict[str, str]:
-    """Feedback in the first colour, each evaluation signal in the next ones (see ``depth_colors``)."""
-    evals = sorted(label for label in set(labels) if label != FEEDBACK_SIGNAL)
-    colours = {label: PALETTE[1 + i % (len(PALETTE) - 1)] for i, label in enumerate(evals)}
-    return ({FEEDBACK_SIGNAL: PALETTE[0]} if FEEDBACK_SIGNAL in labels else {}) | colours
-
-
-def line_labels(plot_value: Any, column: str) -> list[str]:  # noqa: ANN401 - a frame or Gradio's PlotData
-    """The line labels in a plot's value: a frame, or the ``columns``/``data`` payload (a dict from the
-    browser, a ``PlotData`` from ``postprocess``)."""
-    if isinstance(plot_value, pd.DataFrame):
-        return sorted(plot_value[column].unique()) if column in plot_value else []
-    payload = plot_value if isinstance(plot_value, dict) else getattr(plot_value, "__dict__", {})
-    columns = list(payload.get("columns") or [])
-    if column not in columns:
-        return []
-    at = columns.index(column)
-    return sorted({row[at] for row in payload.get("data") or []})
-
-
-def charts_shown(growth: Any, evolution: Any) -> bool:  # noqa: ANN401 - frames or Gradio's PlotData
-    """Whether there is anything to chart: a thought (the growth chart has a line) or a self-evolution point.
-    Until then the dashboard shows its one-line hint instead of four empty charts."""
-    return bool(line_labels(growth, "depth") or line_labels(evolution, "signal"))
-
-
-def growth_frame(thoughts: list[dict[str, Any]], now: str | None = None) -> pd.DataFrame:
-    """Cumulative number of thoughts over time, one line per depth.
-
-    Every line starts at 0 when the first thought was made and runs on to ``now``, so even a single thought
-    draws a line (a lone point would be invisible) and a deeper level visibly appears later than the first. The
-    chart covers at least ``MIN_TIME_SPAN``: when the first thought is more recent, the lines start at 0 that much
-    before ``now`` (the memory was empty then), so the axis is labelled in minutes, not milliseconds.
-    """
-    columns = ["time", "thoughts", "depth"]
-    if not thoughts:
-        return pd.DataFrame({"time": pd.Series([], dtype="datetime64[ns, UTC]"),
-                             "thoughts": pd.Series([], dtype=int), "depth": pd.Series([], dtype=str)})
-    ordered = sorted(thoughts, key=lambda r: (r["created_at"] or "", r["id"]))
-    start = pd.Timestamp(ordered[0]["created_at"])
-    labels = sorted({f"depth {t['depth']}" for t in ordered}, key=lambda d: int(d.split()[1]))
-    end = max(pd.Timestamp(now or utc_now()), pd.Timestamp(ordered[-1]["created_at"]))
-    origin = min(start, end - MIN_TIME_SPAN)
-    rows = [{"time": origin, "thoughts": 0, "depth": d} for d in labels if origin < start]
-    rows += [{"time": start, "thoughts": 0, "depth": d} for d in labels]
-    counts = dict.fromkeys(labels, 0)
-    for t in ordered:
-        depth = f"depth {t['depth']}"
-        counts[depth] += 1
-        rows.append({"time": pd.Timestamp(t["created_at"]), "thoughts": counts[depth], "depth": depth})
-    rows += [{"time": end, "thoughts": counts[d], "depth": d} for d in labels]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def depth_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
-    """Thoughts per abstraction depth, every level from 1 to the deepest shown (empty levels as 0)."""
-    deepest = max((int(t["depth"]) for t in thoughts), default=0)
-    counts = [sum(int(t["depth"]) == d for t in thoughts) for d in range(1, deepest + 1)]
-    # Typed columns even when empty: the plot must know "depth" is a category before the first thought.
-    return pd.DataFrame({"depth": pd.Series([f"depth {d}" for d in range(1, deepest + 1)], dtype=str),
-                         "thoughts": pd.Series(counts, dtype=int)})
-
-
-def confidence_frame(thoughts: list[dict[str, Any]]) -> pd.DataFrame:
-    """Thoughts per confidence band of width 0.1."""
-    labels = [f"{a:.1f}-{b:.1f}" for a, b in zip(CONF_BINS, CONF_BINS[1:])]
-    values = [float(t["confidence"] or 0.0) for t in thoughts]
-    bands = pd.cut(pd.Series(values, dtype=float), CONF_BINS, labels=labels, include_lowest=True)
-    counts = bands.value_counts().reindex(labels, fill_value=0)
-    return pd.DataFrame({"confidence": labels, "thoughts": counts.values.astype(int)})
-
-
-def evolution_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
-    """The self-evolution curve (:meth:`copilot.engine.Copilot.self_evolution`) as the plot's frame."""
-    if not points:  # typed columns: an empty plot draws clean axes and knows its kinds of data
-        return pd.DataFrame({"thoughts": pd.Series([], dtype=int), "quality": pd.Series([], dtype=float),
-                             "signal": pd.Series([], dtype=str)})
-    return pd.DataFrame(points, columns=["thoughts", "quality", "signal"])
 
 
 def thought_rows(thoughts: list[dict[str, Any]], search: str = "", sort: str = "newest") -> list[list[Any]]:
@@ -123,7 +29,7 @@ def thought_rows(thoughts: list[dict[str, Any]], search: str = "", sort: str = "
     kept = [t for t in thoughts if all(w in (t["text"] or "").lower() for w in words)]
     key, ascending = SORTS.get(sort, SORTS["newest"])
     kept.sort(key=lambda t: (t[key] if t[key] is not None else -1), reverse=not ascending)
-    return [[t["id"], t["depth"], round(float(t["confidence"] or 0.0), 3), t["support"], bool(t["public"]),
+    return [[t["id"], t["depth"], round(float(t["confidence"] or 0.0), 2), t["support"], bool(t["public"]),
              bool(t["flagged"]), (t["created_at"] or "")[:19], t["text"]] for t in kept]
 
 
@@ -132,9 +38,9 @@ def summary_markdown(stats: dict[str, Any], feedback: list[dict[str, Any]]) -> s
         return EMPTY_HINT
     by_depth = ", ".join(f"depth {d}: {n}" for d, n in sorted(stats["by_depth"].items())) or "none yet"
     ups = sum(f["value"] > 0 for f in feedback)
-    return (f"**{stats['thoughts']} thoughts** ({by_depth}) · **{stats['queries']} questions** · "
-            f"utilisation **{stats['utilisation']:.0%}** of retrieved items were thoughts · "
-            f"feedback: {ups} helpful, {len(feedback) - ups} not helpful")
+    return (f"**{plural(stats['thoughts'], 'thought')}** ({by_depth}) · **{plural(stats['queries'], 'question')}** "
+            f"asked · **{stats['utilisation']:.0%}** of the sources retrieved were thoughts · "
+            f"rated {ups} helpful, {len(feedback) - ups} not helpful")
 
 
 def _snippet(text: str, limit: int = 240) -> str:
@@ -169,17 +75,20 @@ def build(ctx: AppContext) -> None:
         with gr.Column(visible=False, elem_id="dashboard-charts") as charts:
             with gr.Row():
                 growth = gr.LinePlot(x="time", y="thoughts", color="depth", title="Memory growth by depth",
-                                     y_lim=[0, None], x_axis_format=TIME_AXIS_FORMAT, elem_id="plot-growth")
+                                     y_lim=[0, 5], y_axis_format="d", x_axis_format=TIME_AXIS_FORMAT,
+                                     y_title="thoughts", elem_id="plot-growth")
                 evolution = gr.LinePlot(x="thoughts", y="quality", color="signal", title="Self-evolution",
-                                        x_title="thoughts in memory", y_title="quality", y_lim=[0, 1],
-                                        caption="Running share of answers rated helpful, and stored evaluation "
-                                                "runs' scores, against the number of thoughts. Rate answers in Chat "
-                                                "or run python -m copilot.eval to fill it.", elem_id="plot-evolution")
+                                        x_title="thoughts in memory", y_title="quality",
+                                        y_lim=[0, 1], x_lim=[0, 5], x_axis_format="d", y_axis_format=".0%",
+                                        caption="The share of answers rated helpful so far (and any evaluation's "
+                                                "score), against the number of thoughts in memory. Rate answers in "
+                                                "Chat (Helpful / Not helpful under the conversation) to draw it.",
+                                        elem_id="plot-evolution")
             with gr.Row():
-                depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", y_lim=[0, None],
-                                    elem_id="plot-depth")
+                depths = gr.BarPlot(x="depth", y="thoughts", title="Depth distribution", y_lim=[0, 5],
+                                    y_axis_format="d", elem_id="plot-depth")
                 confidences = gr.BarPlot(x="confidence", y="thoughts", title="Confidence distribution",
-                                         y_lim=[0, None], elem_id="plot-confidence")
+                                         y_lim=[0, 5], y_axis_format="d", elem_id="plot-confidence")
         with gr.Row():
             search = gr.Textbox(label="Search thoughts", scale=3, elem_id="thought-search")
             sort = gr.Dropdown(list(SORTS), value="newest", label="Sort by", scale=1)
@@ -197,15 +106,18 @@ def build(ctx: AppContext) -> None:
         """Your memory at a glance: summary, growth, self-evolution, depth and confidence, and the thoughts."""
         copilot = ctx.copilot
         thoughts = copilot.thoughts(user_id)
+        depth, confidence = depth_frame(thoughts), confidence_frame(thoughts)
         return (summary_markdown(copilot.memory.stats(user_id), copilot.feedback_history(user_id)),
-                growth_frame(thoughts), evolution_frame(copilot.self_evolution(user_id)), depth_frame(thoughts),
-                confidence_frame(thoughts), thought_rows(thoughts, search, sort))
+                growth_frame(thoughts), evolution_frame(copilot.self_evolution(user_id)),
+                gr.BarPlot(depth, y_lim=count_limit(depth, "thoughts")),
+                gr.BarPlot(confidence, y_lim=count_limit(confidence, "thoughts")), thought_rows(thoughts, search, sort))
 
     def line_colours(growth: Any, evolution: Any) -> tuple[gr.LinePlot, gr.LinePlot, Any]:  # noqa: ANN401
-        """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them, and
-        the charts shown once there is something to chart."""
-        return (gr.LinePlot(color_map=depth_colors(line_labels(growth, "depth"))),
-                gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal"))),
+        """After new data has arrived: colour maps for exactly the lines present, so the charts redraw them, whole
+        numbers on the count axes, and the charts shown once there is something to chart."""
+        return (gr.LinePlot(color_map=depth_colors(line_labels(growth, "depth")), y_lim=count_limit(growth, "thoughts")),
+                gr.LinePlot(color_map=signal_colors(line_labels(evolution, "signal")),
+                            x_lim=count_limit(evolution, "thoughts")),
                 gr.Column(visible=charts_shown(growth, evolution)))
 
     @act

@@ -1,5 +1,6 @@
 """A first visit's way in: on an empty library, "Add example papers" brings the three newest arXiv papers of a
-chosen category (and, offline, says that uploading works instead). Shown only while the user's library is empty."""
+chosen category. Offline (arXiv's host accepts no connection within 3 s) the hint offers the upload first and the
+button says arXiv cannot be reached. Shown only while the user's library is empty."""
 
 from __future__ import annotations
 
@@ -15,22 +16,25 @@ from copilot.ui.library_format import reported
 from ingest.errors import ArxivUnavailable
 
 EXAMPLE_CATEGORIES = ["cs.CL", "cs.IR", "cs.LG", "cs.AI", "cs.CV", "stat.ML", "q-bio.NC", "astro-ph.CO", "hep-th"]
-LIBRARY_HINT = ("**Start here:** your library is empty. Add three recent arXiv papers of a category, or search "
-                "arXiv, upload PDFs or import a BibTeX file below.")
+LIBRARY_HINT = ("**Start here:** your library is empty. Add three recent arXiv papers of a category, or upload "
+                "PDFs, search arXiv or import a BibTeX file below.")
+OFFLINE_HINT = ("**Start here:** your library is empty. Upload PDFs of your own under *Upload PDFs* just below "
+                "(or import a BibTeX file). arXiv cannot be reached from this server right now, so example papers "
+                "and arXiv search wait until it can.")
 OFFLINE_EXAMPLES = ("⚠️ **arXiv is unavailable, so no example papers can be fetched now.** Upload PDFs of your own "
                     "under *Upload PDFs* instead. ({detail})")
 
 
-def build(ctx: AppContext, notice: gr.Markdown, papers: gr.Dataframe, rows: Callable[[str], list[list[Any]]]
-          ) -> dict[str, Any]:
+def build(ctx: AppContext, papers: gr.Dataframe, rows: Callable[[str], list[list[Any]]]) -> dict[str, Any]:
     """Lay out the panel (hidden until the page knows the library is empty) and wire its events."""
     act = action(ctx)
     with gr.Group(visible=False) as group:
-        gr.Markdown(LIBRARY_HINT, elem_id="library-hint")
+        hint = gr.Markdown(LIBRARY_HINT, elem_id="library-hint")
         with gr.Row():
             category = gr.Dropdown(EXAMPLE_CATEGORIES, value="cs.CL", label="arXiv category", allow_custom_value=True,
                                    scale=3, elem_id="example-category")
             go = gr.Button("Add example papers", variant="primary", scale=1, elem_id="add-examples")
+    notice = gr.Markdown(elem_id="examples-notice")  # outside the panel: it stays once the library fills
 
     @act
     def add_example_papers(category: str, user_id: str, progress: gr.Progress = gr.Progress()
@@ -47,9 +51,15 @@ def build(ctx: AppContext, notice: gr.Markdown, papers: gr.Dataframe, rows: Call
         return reported(report, "ref"), rows(user_id)
 
     @act
-    def first_visit(user_id: str) -> Any:  # noqa: ANN401 - a Gradio update
-        """The panel is shown while the user's library is empty."""
-        return gr.update(visible=not ctx.copilot.papers(user_id))
+    def first_visit(user_id: str) -> tuple[Any, Any, Any]:  # noqa: ANN401 - Gradio updates
+        """The panel is shown while the user's library is empty; offline, it offers the upload first."""
+        if ctx.copilot.papers(user_id):
+            return gr.update(visible=False), gr.skip(), gr.skip()
+        if ctx.copilot.arxiv_reachable():
+            return (gr.update(visible=True), LIBRARY_HINT,
+                    gr.update(value="Add example papers", interactive=True, variant="primary"))
+        return (gr.update(visible=True), OFFLINE_HINT,
+                gr.update(value="arXiv unreachable", interactive=False, variant="secondary"))
 
     event = go.click(add_example_papers, [category], [notice, papers], api_name="add_example_papers")
-    return {"changed": [event], "shown": (first_visit, group)}
+    return {"changed": [event], "shown": (first_visit, [group, hint, go])}

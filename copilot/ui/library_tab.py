@@ -1,5 +1,5 @@
-"""Library tab: search arXiv and add papers, upload PDFs, import BibTeX, list, filter and remove, follow categories
-and refresh; on an empty library, example papers to start with."""
+"""Library tab: upload PDFs, search arXiv and add papers, import BibTeX, list, filter and remove (asked twice),
+follow categories and refresh; on an empty library, example papers to start with."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.ui import bibtex_panel, examples_panel
+from copilot.ui import bibtex_panel, examples_panel, follow_panel
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.library_format import (
-    OFFLINE_NOTICE, PAPER_HEADERS, PAPER_WIDTHS, discard_uploads, paper_choices, paper_rows, reported,
+    GONE_UPLOAD, OFFLINE_NOTICE, PAPER_HEADERS, PAPER_WIDTHS, discard_uploads, flagged, paper_choices, paper_rows,
+    reported,
 )
+from copilot.errors import plural
 from ingest.errors import ArxivUnavailable
 from ingest.models import PaperMetadata
 
@@ -34,10 +36,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     with gr.Tab("Library", id="library"):
         found = gr.State([])  # the last search's metadata, so adding needs no second look-up
-        notice = gr.Markdown(elem_id="library-notice")
         papers = gr.Dataframe(headers=PAPER_HEADERS, interactive=False, label="Your library", wrap=True,
                               column_widths=PAPER_WIDTHS, elem_id="papers-table", render=False)
-        examples = examples_panel.build(ctx, notice, papers, table)
+        examples = examples_panel.build(ctx, papers, table)
+        # Each action's status line stands under the control that caused it.
+        with gr.Accordion("Upload PDFs", open=True):
+            files = gr.File(label="PDF files", file_count="multiple", file_types=[".pdf"], elem_id="upload-files")
+            upload_btn = gr.Button("Add uploaded PDFs", variant="primary", elem_id="upload-add")
+            upload_notice = gr.Markdown(elem_id="upload-notice")
         with gr.Accordion("Search arXiv", open=True):
             with gr.Row():
                 query = gr.Textbox(label="Search", placeholder="e.g. thought retrieval, or an author name",
@@ -48,9 +54,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             results = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, label="arXiv results", wrap=True)
             chosen = gr.CheckboxGroup(label="Add these papers", choices=[], elem_id="arxiv-chosen")
             add_btn = gr.Button("Add selected papers", variant="primary", elem_id="arxiv-add")
-        with gr.Accordion("Upload PDFs", open=True):
-            files = gr.File(label="PDF files", file_count="multiple", file_types=[".pdf"], elem_id="upload-files")
-            upload_btn = gr.Button("Add uploaded PDFs", variant="primary", elem_id="upload-add")
+            search_notice = gr.Markdown(elem_id="search-notice")
         bibtex = bibtex_panel.build(ctx, papers, table, discard_uploads)
         matching = gr.Textbox(label="Filter your library", placeholder="words of a title, an author or an id",
                               elem_id="papers-filter")
@@ -59,14 +63,15 @@ def build(ctx: AppContext) -> dict[str, Any]:
             selected = gr.Dropdown(label="Papers to remove", choices=[], multiselect=True, allow_custom_value=True,
                                    scale=4, elem_id="remove-choices")
             select_all = gr.Button("Select all shown", scale=1, elem_id="remove-select-all")
-            remove_btn = gr.Button("Remove selected", variant="stop", scale=1, elem_id="remove-papers")
-        with gr.Accordion("Keep current: followed categories", open=False):
-            with gr.Row():
-                categories = gr.Textbox(label="Categories you follow (comma-separated)", placeholder="cs.CL, cs.IR",
-                                        scale=4, elem_id="follow-categories")
-                follow_btn = gr.Button("Save", scale=1)
-                refresh_btn = gr.Button("Refresh now", scale=1, elem_id="refresh-now")
-            refresh_status = gr.Markdown(elem_id="refresh-status")
+            remove_btn = gr.Button("Remove selected…", variant="stop", scale=1, elem_id="remove-papers")
+        # Removing deletes a paper's passages and flags the thoughts built on it: it is asked for twice.
+        pending = gr.State([])  # the papers the confirmation names: what "Yes" removes, whatever is picked since
+        with gr.Row(visible=False, elem_id="remove-confirm-row") as confirm_row:
+            confirm_text = gr.Markdown(elem_id="remove-confirm-text")
+            confirm_btn = gr.Button("Yes, remove them", variant="stop", scale=0, elem_id="remove-confirm")
+            cancel_btn = gr.Button("Cancel", scale=0, elem_id="remove-cancel")
+        remove_notice = gr.Markdown(elem_id="remove-notice")
+        follow = follow_panel.build(ctx, papers)
 
     @act
     def list_papers(user_id: str) -> list[list[Any]]:
@@ -117,33 +122,48 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not paths:
             raise gr.Error("Choose one or more PDF files first.")
         files = [Path(p) for p in paths]
+        # A file the box still lists after it was added (or after the server's copy expired) is gone: it is
+        # named, never its server path, and the others still go in.
+        gone = [{"file": f.name, "ok": False, "message": GONE_UPLOAD} for f in files if not f.is_file()]
+        files = [f for f in files if f.is_file()]
         try:
-            ctx.admit(user_id, "upload", len(files))
+            if files:
+                ctx.admit(user_id, "upload", len(files))
             report = ctx.copilot.upload(files, user_id, lambda fraction, message: progress(fraction, desc=message),
-                                        quotas=ctx.quotas)
+                                        quotas=ctx.quotas) if files else []
         finally:
             discard_uploads(files)  # stored in the library (or refused): the server's copy is not needed
-        return reported(report, "file"), paper_rows(ctx.copilot.papers(user_id))
+        return reported(gone + report, "file"), paper_rows(ctx.copilot.papers(user_id))
 
     @act
     def remove_paper(paper_id: str, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remove a paper (your uploads; shared arXiv papers only on a single-user instance)."""
         result = ctx.copilot.remove(paper_id, user_id, may_remove_public=ctx.single_user)
-        text = f"Removed {result['paper_id']} ({result['chunks_removed']} chunks)."
-        if result["thoughts_flagged"]:
-            text += f" {result['thoughts_flagged']} thoughts built on it are flagged."
+        text = f"Removed {result['paper_id']} ({plural(result['chunks_removed'], 'passage')})."
+        text += flagged(result["thoughts_flagged"], "it")
         return text, paper_rows(ctx.copilot.papers(user_id))
 
     @act
     def remove_papers(paper_ids: list[str] | None, user_id: str) -> tuple[str, list[list[Any]]]:
         """Remove several papers at once (your uploads; shared arXiv papers only on a single-user instance)."""
         result = ctx.copilot.remove_many(list(paper_ids or []), user_id, may_remove_public=ctx.single_user)
-        text = f"Removed {len(result['removed'])} papers ({result['chunks_removed']} chunks)."
-        if result["thoughts_flagged"]:
-            text += f" {result['thoughts_flagged']} thoughts built on them are flagged."
+        text = (f"Removed {plural(len(result['removed']), 'paper')} "
+                f"({plural(result['chunks_removed'], 'passage')}).")
+        text += flagged(result["thoughts_flagged"], "them")
         if result["failed"]:
             text += " Not removed: " + "; ".join(result["failed"])
         return text, paper_rows(ctx.copilot.papers(user_id))
+
+    @act
+    def confirm_removal(paper_ids: list[str] | None, user_id: str) -> tuple[Any, str, list[str]]:  # noqa: ANN401
+        """Ask before removing: how many papers, which, and what goes with them."""
+        wanted = [p for p in paper_ids or [] if p]
+        if not wanted:
+            raise gr.Error("Choose the papers to remove first (or press “Select all shown”).")
+        names = {p.id: p.title or p.id for p in ctx.copilot.papers(user_id)}
+        listed = "; ".join(f"*{names.get(p, p)[:70]}*" for p in wanted[:5]) + (" …" if len(wanted) > 5 else "")
+        return (gr.update(visible=True), f"**Remove {plural(len(wanted), 'paper')}?** {listed}. Their passages are "
+                "deleted and thoughts built on them are flagged.", wanted)
 
     @act
     def filter_papers(matching: str, user_id: str) -> list[list[Any]]:
@@ -160,58 +180,41 @@ def build(ctx: AppContext) -> dict[str, Any]:
     def all_shown(matching: str, user_id: str) -> list[str]:
         return [p.id for p in ctx.copilot.papers(user_id, matching or "")]
 
-    @act
-    def follow(categories: str, user_id: str) -> str:
-        """Follow arXiv categories (e.g. cs.CL, cs.IR) for the scheduled refresh."""
-        wanted = [c.strip() for c in (categories or "").replace(";", ",").split(",") if c.strip()]
-        return refresh_line(user_id, ctx.copilot.follow(user_id, wanted))
-
-    @act
-    def refresh_now(user_id: str, progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]]]:
-        """Pull the newest papers of your followed categories now."""
-        cats = ctx.copilot.followed(user_id)
-        if not cats:
-            raise gr.Error("Follow at least one category first (e.g. cs.CL).")
-        # A refresh adds to the shared library: on a shared instance it counts against the user's allowances.
-        ctx.admit(user_id, "arxiv_job")
-        result = ctx.copilot.refresh(user_id, cats, lambda fraction, message: progress(fraction, desc=message),
-                                     quotas=ctx.quotas)
-        text = refresh_line(user_id, cats)
-        if result.errors:
-            text += "\n\n" + "\n".join(f"- {e}" for e in result.errors)
-        return text, paper_rows(ctx.copilot.papers(user_id))
-
-    def refresh_line(user_id: str, cats: list[str]) -> str:
-        last = ctx.copilot.last_refresh(user_id)
-        head = f"Following: {', '.join(cats) if cats else 'nothing yet'}."
-        if not last:
-            return head + " Not refreshed yet."
-        return head + f" Last refresh {last.finished_at}: {last.n_added} papers added."
-
-    @act
-    def refresh_state(user_id: str) -> tuple[str, str]:
-        """The categories you follow and when the library was last refreshed."""
-        cats = ctx.copilot.followed(user_id)
-        return ", ".join(cats), refresh_line(user_id, cats)
-
-    search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
-                     api_name="search_arxiv")
-    query.submit(search_arxiv, [query, field, max_results], [results, chosen, found, notice],
-                 api_visibility="private")
-    add_evt = add_btn.click(add_selected, [chosen, found], [notice, papers], api_visibility="private")
-    upload_evt = upload_btn.click(upload_pdfs, [files], [notice, papers], api_name="upload_pdfs")
-    remove_evt = remove_btn.click(remove_papers, [selected], [notice, papers], api_name="remove_papers")
+    searched = [search_btn.click(search_arxiv, [query, field, max_results], [results, chosen, found, search_notice],
+                                 api_name="search_arxiv"),
+                query.submit(search_arxiv, [query, field, max_results], [results, chosen, found, search_notice],
+                             api_visibility="private")]
+    add_evt = add_btn.click(add_selected, [chosen, found], [search_notice, papers], api_visibility="private")
+    upload_evt = upload_btn.click(upload_pdfs, [files], [upload_notice, papers], api_name="upload_pdfs")
+    # Added or refused, the box's files are gone from the server: the box is emptied for the next ones.
+    upload_evt.then(lambda: None, None, [files], api_visibility="private", queue=False)
+    remove_btn.click(confirm_removal, [selected], [confirm_row, confirm_text, pending], api_visibility="private")
+    closed = (lambda: (gr.update(visible=False), []), None, [confirm_row, pending])
+    cancel_btn.click(*closed, api_visibility="private", queue=False)
+    selected.change(*closed, api_visibility="private", queue=False)  # a new choice is asked about anew
+    remove_evt = confirm_btn.click(remove_papers, [pending], [remove_notice, papers], api_name="remove_confirmed",
+                                   api_visibility="private")
+    remove_evt.then(*closed, api_visibility="private", queue=False)
     matching.change(filter_papers, [matching], [papers], api_name="filter_papers", trigger_mode="always_last").then(
         shown, [matching], [papers, selected], api_visibility="private")
     select_all.click(all_shown, [matching], [selected], api_visibility="private")
-    follow_btn.click(follow, [categories], [refresh_status], api_name="follow_categories")
-    refresh_evt = refresh_btn.click(refresh_now, None, [refresh_status, papers], api_name="refresh_now")
-    changed = [add_evt, upload_evt, remove_evt, refresh_evt, *bibtex["changed"], *examples["changed"]]
-    first_visit, panel = examples["shown"]
+    changed = [add_evt, upload_evt, remove_evt, *follow["changed"], *bibtex["changed"], *examples["changed"]]
+    first_visit, first_visit_outputs = examples["shown"]
+
+    @act
+    def arxiv_state(user_id: str) -> Any:  # noqa: ANN401 - a Gradio update
+        """Offline (arXiv's host accepts no connection within 3 s, remembered for a minute), the search button says
+        so; it is still pressed to try again."""
+        return gr.update(value="Search" if ctx.copilot.arxiv_reachable() else "Search (arXiv unreachable)")
+
+    arxiv_outputs = [search_btn]
+    for event in searched:  # after each search the button says what the search found of arXiv
+        event.then(arxiv_state, None, arxiv_outputs, api_visibility="private")
     for event in changed:  # the filter and the removal choices follow every change, and so does the first visit
         event.then(shown, [matching], [papers, selected], api_visibility="private").then(
-            first_visit, None, [panel], api_visibility="private")
-    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv"), (remove_paper, "remove_paper")],
-            "load": [(shown, [matching], [papers, selected]), (refresh_state, [], [categories, refresh_status]),
-                     (first_visit, [], [panel])],
+            first_visit, None, first_visit_outputs, api_visibility="private")
+    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv"), (remove_paper, "remove_paper"),
+                     (remove_papers, "remove_papers")],
+            "load": [(shown, [matching], [papers, selected]), *follow["load"], (first_visit, [], first_visit_outputs),
+                     (arxiv_state, [], arxiv_outputs)],
             "changed": changed}

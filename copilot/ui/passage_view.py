@@ -1,25 +1,57 @@
-"""The cited passage, shown in place beside the chat: pick a source of the last answer (click its row in the
-retrieved table, or type its number [n]) and see its PDF page with the passage highlighted, with its section
-and page. A thought has no page: its text and what it was built from are shown instead.
+"""The cited passage, shown beside the chat: click an ``[n]`` in an answer (or a row of the retrieved table, or type
+a number) and see that source's PDF page with the passage highlighted, with its section and page. A thought has
+no page: its text and what it was built from are shown instead. The view follows the chat: a finished answer shows
+the source of its first supporting quote (a declined one, its nearest passage), and clearing the chat clears it.
 
-Gradio cannot tell which ``[n]`` inside a chat message was clicked, so the table's row (``.select``) and the
-number box are the two ways to choose.
+Each ``[n]`` of an answer is a link to ``#cite-<n>-<kind>-<id>`` (:func:`linked`), so it names its source even in
+an older answer. Gradio cannot tell which link inside a chat message was clicked, so the page's script
+(``static/page.js``) puts the link's reference into a hidden box and presses its hidden button.
 """
 
 from __future__ import annotations
 
 import io
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
 from PIL import Image
 
-from copilot.types import Passage
+from copilot.types import Passage, RetrievedItem
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 
 NO_PAGE = "A recalled memory is something you said, not a source: it has no page."
-PICK_FIRST = "Ask a question, then pick one of its sources: click its row in the table, or type its number."
+PICK_FIRST = "Ask a question, then pick one of its sources: click an [n] in the answer, or a row of the table below."
+CITE = "#cite-"
+_MARKER = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?![(\]])")
+_REF = re.compile(r"^(\d{1,3})-(chunk|thought)-(\d{1,12})$")
+# The first link after the heading of an answer's quotes (or a declined question's nearest passages), before its
+# source list.
+_FIRST_QUOTE = re.compile(r"\*\*(?:Supporting quotes|Closest passages|Nearest passages)\*\*"
+                          r"(?:(?!\*\*Sources\*\*)[\s\S])*?\(#cite-([^)\s]+)\)")
+
+
+def cite_ref(n: int, item: RetrievedItem) -> str:
+    """What an ``[n]`` link names: its number, and its source's kind and id."""
+    return f"{n}-{item.kind}-{item.id}"
+
+
+def linked(markdown: str, items: Sequence[RetrievedItem]) -> str:
+    """``markdown`` with each ``[n]`` of a source among ``items`` made a link that opens its passage."""
+    def link(match: re.Match) -> str:
+        n = int(match.group(1))
+        if not 0 < n <= len(items) or items[n - 1].kind not in ("chunk", "thought"):
+            return match.group(0)
+        return f"[[{n}]]({CITE}{cite_ref(n, items[n - 1])})"  # a matched pair of brackets may be a link's text
+    return _MARKER.sub(link, markdown)
+
+
+def first_quoted(markdown: str) -> str | None:
+    """The reference of the source of an answer's first supporting quote (None when it has none)."""
+    found = _FIRST_QUOTE.search(markdown or "")
+    return found.group(1) if found else None
 
 
 def _pages(passage: Passage) -> str:
@@ -63,15 +95,27 @@ def _row(table: Any, n: int) -> list[Any] | None:  # noqa: ANN401 - a Dataframe'
 
 
 def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
-    """The picker and the view, placed under the retrieved table of the Chat tab."""
+    """The view, placed beside the chat; the number box and the table's rows also choose a source."""
     act = action(ctx)
     with gr.Group(elem_id="passage-view"):
-        with gr.Row():
-            number = gr.Number(label="Show source [n]", precision=0, minimum=1, scale=3, elem_id="source-n")
-            show = gr.Button("Show source", scale=1, elem_id="show-source")
         text = gr.Markdown(PICK_FIRST, elem_id="passage-text")
         image = gr.Image(label="Cited passage", type="pil", format="png", interactive=False, show_label=False,
                          elem_id="passage-image", visible=True)
+        with gr.Row():
+            number = gr.Number(label="Show source [n]", precision=0, minimum=1, scale=3, elem_id="source-n")
+            show = gr.Button("Show source", scale=1, elem_id="show-source")
+        # Filled by the page's script when an [n] link is clicked (hidden by the style sheet, not by Gradio, which
+        # would leave them out of the page).
+        ref = gr.Textbox(elem_id="source-ref", elem_classes=["page-hidden"], show_label=False, container=False)
+        show_ref = gr.Button("Show", elem_id="show-ref", elem_classes=["page-hidden"])
+
+    def shown(n: int, kind: str, item_id: int, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image
+        if kind == "thought":
+            return None, thought_markdown(n, ctx.copilot.thought(item_id, user_id))
+        if kind != "chunk":
+            return None, NO_PAGE
+        passage = ctx.copilot.source_page(user_id, item_id)
+        return Image.open(io.BytesIO(passage.png)), passage_markdown(n, passage)
 
     @act
     def source_page(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
@@ -85,22 +129,38 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         kind, item_id = row[1], int(row[2]) if str(row[2]).isascii() and str(row[2]).isdigit() else None
         if item_id is None:
             raise gr.Error(PICK_FIRST)
-        if kind == "thought":
-            return None, thought_markdown(int(n), ctx.copilot.thought(item_id, user_id))
-        if kind != "chunk":
-            return None, NO_PAGE
-        passage = ctx.copilot.source_page(user_id, item_id)
-        return Image.open(io.BytesIO(passage.png)), passage_markdown(int(n), passage)
+        return shown(int(n), kind, item_id, user_id)
 
-    def picked(evt: gr.SelectData) -> int:
-        """The number of the clicked row (any cell of it); a recalled memory's row has none."""
+    @act
+    def cited(ref: str, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image
+        """The source an ``[n]`` link names ("3-chunk-120"), as :func:`source_page` shows it."""
+        found = _REF.match((ref or "").strip())
+        if not found:
+            raise gr.Error(PICK_FIRST)
+        return shown(int(found.group(1)), found.group(2), int(found.group(3)), user_id)
+
+    @act
+    def picked(table: Any, evt: gr.SelectData, user_id: str) -> tuple[Any, str, int]:  # noqa: ANN401
+        """The clicked row's source (any cell of it); a recalled memory's row has none."""
         row = evt.row_value or []
         if not row or not str(row[0]).isdigit():
             raise gr.Error(NO_PAGE)
-        return int(row[0])
+        return (*source_page.__wrapped__(int(row[0]), table, user_id=user_id), int(row[0]))
+
+    @act
+    def follow(history: list[dict] | None, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image
+        """After an answer: the source of its first supporting quote, or the view emptied."""
+        last = next((m for m in reversed(history or []) if isinstance(m, dict) and m.get("role") == "assistant"),
+                    None)
+        content = last.get("content") if last else ""
+        found = _REF.match(first_quoted(content if isinstance(content, str) else "") or "")
+        if not found:
+            return None, PICK_FIRST
+        return shown(int(found.group(1)), found.group(2), int(found.group(3)), user_id)
 
     show.click(source_page, [number, retrieved], [image, text], api_name="source_page")
     number.submit(source_page, [number, retrieved], [image, text], api_visibility="private")
-    retrieved.select(picked, None, [number], api_visibility="private").success(
-        source_page, [number, retrieved], [image, text], api_visibility="private")
-    return {"number": number, "image": image, "text": text}
+    show_ref.click(cited, [ref], [image, text], api_visibility="private")
+    retrieved.select(picked, [retrieved], [image, text, number], api_visibility="private")
+    return {"number": number, "image": image, "text": text, "follow": follow,
+            "cleared": lambda: (None, PICK_FIRST, None)}

@@ -29,8 +29,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                 elem_id="profile-author")
             author_btn = gr.Button("Build from arXiv", scale=1, elem_id="profile-from-author")
         with gr.Row():
-            pasted = gr.Textbox(label="…or from text about your research", lines=3, scale=4, elem_id="profile-text")
-            text_btn = gr.Button("Build from text", scale=1, elem_id="profile-from-text")
+            pasted = gr.Textbox(label="…or from text about your research (a long text is summarised by the model; "
+                                      "a few lines are kept as you wrote them)", lines=3, scale=4,
+                                elem_id="profile-text")
+            text_btn = gr.Button("Use as my persona", scale=1, elem_id="profile-from-text")
         persona = gr.Textbox(label="Your research persona (edit freely, then save)", lines=5, elem_id="persona",
                              placeholder="No persona yet: build one above, or write it here and save.")
         with gr.Row():
@@ -75,7 +77,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not (text or "").strip():
             raise gr.Error("Paste some text about your research first.")
         ctx.admit(user_id)
-        return ctx.copilot.persona_from_text(user_id, text), "Persona built from your text and saved."
+        persona = ctx.copilot.persona_from_text(user_id, text)
+        how = ("kept as you wrote it" if " ".join(persona.split()) == " ".join(text.split())
+               else "summarised from your text by the model")
+        return persona, f"Persona {how} and saved: edit it below if you like."
 
     @act
     def save(persona: str, user_id: str) -> str:

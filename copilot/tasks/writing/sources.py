@@ -162,7 +162,7 @@ def arxiv_results(client: ArxivClient | None, title: str, abstract: str,
     rate limited, nothing found)."""
     try:
         if client is None:
-            client = ArxivClient(num_retries=1)
+            client = ArxivClient(num_retries=1, check_reachable=True)
         rows = _arxiv_sources(client, title, abstract, known)
     except (IngestError, OSError) as exc:
         return [], f"arXiv search failed, so this draft uses the library only: {exc}"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_DATA, free_port
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _shot, _tab, _wait_text
+from tests.test_browser import _shot, _tab, _wait_text
+from tests.test_browser import browser  # noqa: F401 - the walk's chromium, a fixture shared with the full walk
 
 pytestmark = [pytest.mark.browser]
 
@@ -58,17 +59,6 @@ def _ask(page, question: str) -> str:  # noqa: ANN001
         raise AssertionError(f"no answer to {question!r}: the chat shows {bots.all_inner_texts()[-2:]}; "
                              f"notices: {_toasts(page)}") from exc
     return bots.last.inner_text()
-
-
-@pytest.fixture(scope="module")
-def browser():  # noqa: ANN201 - a Playwright browser
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.exists(), "install Debian's chromium (make test does)"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.mark.timeout(600)

@@ -45,3 +45,13 @@ def test_spacefile_is_a_valid_v0_manifest() -> None:
     assert "app.py" in micro["run"]
     for env in micro["presets"]["env"]:
         assert env["name"].startswith("COPILOT_") and "default" in env
+
+
+def test_a_bare_pip_install_builds_llama_cpp_portably() -> None:
+    """A Space runs only ``pip install -r requirements.txt``: llama.cpp's portable flags travel on its line, the same
+    flags the Makefile exports as CMAKE_ARGS."""
+    line = next(r for r in (ROOT / "requirements.txt").read_text().splitlines() if r.startswith("llama-cpp-python=="))
+    settings = {s.removeprefix("--config-settings=cmake.define.") for s in line.split()[1:]}
+    make_flags = re.search(r"^export CMAKE_ARGS \?= (.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    assert {flag.removeprefix("-D") for flag in make_flags.split()} == settings
+    assert "GGML_NATIVE=OFF" in settings

@@ -100,9 +100,7 @@ class Copilot(Answerer):
         super().__init__(settings, store, embedder, llm, adopt_jobs=adopt_jobs)
         self.memories = PersonalMemories(store, embedder, settings, self.associative_vector)
         self.read_ahead = read_ahead
-        self._library = library
-        if library is not None and read_ahead:
-            library.on_added = self.warm_paper
+        self._library = self._watched(library) if library is not None else None
         self._lock = threading.Lock()
 
     @classmethod
@@ -113,21 +111,23 @@ class Copilot(Answerer):
         return cls(settings, store or Store.open(settings), get_embedder(settings), get_llm(settings),
                    adopt_jobs=adopt_jobs, read_ahead=read_ahead)
 
+    def _watched(self, library: Library) -> Library:
+        """``library``, telling this engine of each paper it adds when the engine reads ahead."""
+        if self.read_ahead:
+            library.on_added = self.warm_paper
+        return library
+
     @property
     def library(self) -> Library:
         with self._lock:
             if self._library is None:
-                self._library = Library.open(self.settings, store=self.store, embedder=self.embedder)
-                if self.read_ahead:
-                    self._library.on_added = self.warm_paper
+                self._library = self._watched(Library.open(self.settings, store=self.store, embedder=self.embedder))
             return self._library
 
     @library.setter
     def library(self, library: Library) -> None:
         with self._lock:
-            self._library = library
-            if self.read_ahead:
-                library.on_added = self.warm_paper
+            self._library = self._watched(library)
 
     # ----- quotas ------------------------------------------------------------------------------------
 

@@ -643,7 +643,7 @@ def test_an_unreachable_host_fails_at_once_and_is_remembered(fresh_reachability,
         client.by_id("1605.08386")
     with pytest.raises(ArxivUnavailable):
         client.wait_turn()  # a PDF download asks first too
-    assert time.monotonic() - started < 0.2 and len(probes) == 1, "remembered: no second probe"
+    assert time.monotonic() - started < 1.0 and len(probes) == 1, "remembered: no second probe"
     assert fake.calls == [], "no request was sent"
 
 
@@ -653,7 +653,7 @@ def test_the_check_gives_up_after_its_timeout(fresh_reachability, monkeypatch) -
     client = ArxivClient(check_reachable=True)
     started = time.monotonic()
     assert client.reachable() is False
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 3.0, "given up after 0.5 s, well before the hanging host's 5 s"
 
 
 def test_a_reachable_host_lets_requests_through(fresh_reachability, monkeypatch, fake) -> None:

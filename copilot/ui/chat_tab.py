@@ -9,12 +9,12 @@ import gradio as gr
 
 from copilot.conversations import reference_line
 from copilot.engine import AskResult
-from copilot.errors import SHOWN, one_line, without_paths
+from copilot.errors import SHOWN
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui import conversations_panel, passage_view
 from copilot.ui.actions import action
-from copilot.ui.context import AppContext
+from copilot.ui.context import AppContext, page_error
 
 RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
 # Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
@@ -151,7 +151,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 shown[-1] = {"role": "assistant", "content": _answer_markdown(text, items)}
                 yield "", shown, rows, None, note, conversation
         except SHOWN as exc:
-            shown[-1] = {"role": "assistant", "content": f"⚠️ *Not answered: {without_paths(one_line(exc))}*"}
+            shown[-1] = {"role": "assistant", "content": f"⚠️ *Not answered: {page_error(exc).message}*"}
             yield "", shown, rows, None, "", conversation
             raise
         assert result is not None

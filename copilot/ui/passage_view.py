@@ -117,9 +117,8 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         passage = ctx.copilot.source_page(user_id, item_id)
         return Image.open(io.BytesIO(passage.png)), passage_markdown(n, passage)
 
-    @act
-    def source_page(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
-        """Source ``n`` of the last answer on its PDF page, highlighted, with its section and page."""
+    def from_table(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
+        """Row ``n`` of the retrieved table, shown (the number box's and a clicked row's way in)."""
         try:
             row = _row(table, int(n)) if n is not None else None
         except (ValueError, OverflowError):  # NaN or infinity
@@ -130,6 +129,11 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         if item_id is None:
             raise gr.Error(PICK_FIRST)
         return shown(int(n), kind, item_id, user_id)
+
+    @act
+    def source_page(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
+        """Source ``n`` of the last answer on its PDF page, highlighted, with its section and page."""
+        return from_table(n, table, user_id)
 
     @act
     def cited(ref: str, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image
@@ -145,7 +149,7 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         row = evt.row_value or []
         if not row or not str(row[0]).isdigit():
             raise gr.Error(NO_PAGE)
-        return (*source_page.__wrapped__(int(row[0]), table, user_id=user_id), int(row[0]))
+        return (*from_table(int(row[0]), table, user_id), int(row[0]))
 
     @act
     def follow(history: list[dict] | None, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image

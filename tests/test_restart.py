@@ -1,52 +1,94 @@
 """A guest's work survives a restart: `python app.py` (what a Space runs) serves guests; one adds a paper and asks a
 question with the real embedded model; the app is stopped and started again on the same data directory with the
-same ``COPILOT_SECRET``; the same browser (the same cookie) still sees its paper and its kept conversation."""
+same ``COPILOT_SECRET``; the same browser (the same cookie) still sees its paper and its kept conversation.
+
+The test starts Debian's chromium itself and attaches Playwright to it, so that whatever happens the browser is
+killed at the end: a browser that stops answering can never hold the run."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, TEST_DATA, free_port
-from tests.test_browser import _tab, _wait_text
-from tests.test_browser import browser  # noqa: F401 - the walk's chromium, a fixture shared with the full walk
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _tab, _wait_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 QUESTION = "How is SPECTER trained?"
 
 
-def _start(env: dict[str, str], url: str, log: Path) -> subprocess.Popen:
-    with log.open("a") as out:
-        app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
+def _serving(url: str, proc: subprocess.Popen, log: Path, what: str, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(url, timeout=2)
-            return app
+            return
         except OSError:
-            if app.poll() is not None:
-                raise AssertionError(f"the app stopped: {log.read_text()[-2000:]}") from None
+            if proc.poll() is not None:
+                raise AssertionError(f"{what} stopped: {log.read_text(errors='replace')[-2000:]}") from None
             time.sleep(0.5)
-    app.kill()
-    raise AssertionError("the app did not start within 180 s")
+    raise AssertionError(f"{what} did not answer within {seconds:.0f} s")
 
 
-def _stop(app: subprocess.Popen) -> None:
-    app.terminate()
+def _start(env: dict[str, str], url: str, log: Path) -> subprocess.Popen:
+    with log.open("a") as out:
+        app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        app.wait(30)
-    except subprocess.TimeoutExpired:
+        _serving(url, app, log, "the app")
+    except AssertionError:
         app.kill()
+        raise
+    return app
+
+
+def _stop(proc: subprocess.Popen, group: bool = False) -> None:
+    """Stop a process (its whole group if it leads one); kill it if it has not gone within 30 s."""
+    send = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
+    try:
+        send(signal.SIGTERM)
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        send(signal.SIGKILL)
+        proc.wait(30)
+    except ProcessLookupError:
+        pass
+
+
+@contextmanager
+def _chromium(tmp_path: Path) -> Iterator:
+    """Debian's chromium in its own process group, attached over CDP; killed on the way out, whatever happened."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    log = tmp_path / "chromium.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(CHROMIUM), "--headless", f"--remote-debugging-port={port}",
+                                 "--remote-debugging-address=127.0.0.1", f"--user-data-dir={tmp_path / 'profile'}",
+                                 *CHROMIUM_ARGS, "about:blank"],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _serving(f"http://127.0.0.1:{port}/json/version", proc, log, "chromium", seconds=60)
+        with sync_playwright() as p:
+            browser = p.chromium.connect_over_cdp(f"http://127.0.0.1:{port}", timeout=60_000)
+            try:
+                yield browser
+            finally:
+                _stop(proc, group=True)  # before Playwright lets go: nothing waits on a browser that hangs
+    finally:
+        _stop(proc, group=True)
 
 
 @pytest.mark.timeout(900)
-def test_a_guest_finds_its_paper_and_conversation_after_a_restart(browser, tmp_path: Path) -> None:  # noqa: ANN001, F811
+def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     env = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")}
@@ -54,35 +96,35 @@ def test_a_guest_finds_its_paper_and_conversation_after_a_restart(browser, tmp_p
             "COPILOT_PORT": str(port), "COPILOT_USERS": "session", "COPILOT_SECRET": "s" * 64}
     log = tmp_path / "app.log"
     app = _start(env, url, log)
-    context = browser.new_context()
     try:
-        page = context.new_page()
-        page.goto(url, wait_until="domcontentloaded")
-        _tab(page, "Library")
-        page.locator("#upload-files input[type=file]").set_input_files([str(TEST_DATA / "papers" /
-                                                                             "2020.acl-main.207.pdf")])
-        page.wait_for_timeout(1500)
-        page.locator("#upload-add").click()
-        _wait_text(page, "#upload-notice", "added as pdf-", timeout=180_000)
-        _tab(page, "Chat")
-        page.locator("#message textarea").fill(QUESTION)
-        page.locator("#message textarea").press("Enter")
-        _wait_text(page, "#chat-status", "Thought:", timeout=240_000)
+        with _chromium(tmp_path) as browser:
+            page = browser.new_context().new_page()
+            page.goto(url, wait_until="domcontentloaded")
+            _tab(page, "Library")
+            page.locator("#upload-files input[type=file]").set_input_files([str(TEST_DATA / "papers" /
+                                                                                 "2020.acl-main.207.pdf")])
+            page.wait_for_timeout(1500)
+            page.locator("#upload-add").click()
+            _wait_text(page, "#upload-notice", "added as pdf-", timeout=180_000)
+            _tab(page, "Chat")
+            page.locator("#message textarea").fill(QUESTION)
+            page.locator("#message textarea").press("Enter")
+            _wait_text(page, "#chat-status", "Thought:", timeout=240_000)
 
-        _stop(app)
-        app = _start(env, url, log)
-        page.goto(url, wait_until="domcontentloaded")  # the same browser, so the same signed guest cookie
-        _tab(page, "Library")
-        _wait_text(page, "#papers-table", "SPECTER", timeout=60_000)
-        _tab(page, "Chat")
-        _wait_text(page, "#conversations", QUESTION.rstrip("?"), timeout=60_000)
-        stranger = browser.new_context()  # another browser is another guest: it sees neither
-        other = stranger.new_page()
-        other.goto(url, wait_until="domcontentloaded")
-        _tab(other, "Library")
-        other.wait_for_timeout(2000)
-        assert "SPECTER" not in other.locator("#papers-table").inner_text()
-        stranger.close()
+            page.goto("about:blank")  # a page left open would try to reconnect, and reload itself, on its own
+            _stop(app)
+            app = _start(env, url, log)
+            page.goto(url, wait_until="domcontentloaded")  # the same browser, so the same signed guest cookie
+            _tab(page, "Library")
+            _wait_text(page, "#papers-table", "SPECTER", timeout=60_000)
+            _tab(page, "Chat")
+            _wait_text(page, "#conversations", QUESTION.rstrip("?"), timeout=60_000)
+            other = browser.new_context().new_page()  # another browser is another guest: it sees neither
+            other.goto(url, wait_until="domcontentloaded")
+            _tab(other, "Library")
+            other.wait_for_timeout(2000)
+            assert "SPECTER" not in other.locator("#papers-table").inner_text()
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n--- the app's log ---\n{log.read_text(errors='replace')[-3000:]}") from exc
     finally:
-        context.close()
         _stop(app)

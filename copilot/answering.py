@@ -36,7 +36,7 @@ from copilot.embeddings import Embedder
 from copilot.evidence import Compressed, SentenceVectors, compress
 from copilot.followups import FollowUp
 from copilot.limits import check_question
-from copilot.llm import ChatModel, Priority, Ticket, scheduling
+from copilot.llm import ChatModel, LLMError, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
@@ -67,6 +67,8 @@ class AskResult:
     evidence: list[EvidenceQuote] = field(default_factory=list)  # the verbatim sentences that support the answer
     nearest: list[EvidenceQuote] = field(default_factory=list)  # a declined question's nearest passages
     draft: str = ""  # the model's own text when the answer was declined ("" when the model was not asked)
+    model: str = ""  # the model that wrote the answer ("" when none was asked)
+    fallback: str = ""  # why the model asked for failed and the instance's own model answered instead
 
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
@@ -78,6 +80,8 @@ class AskResult:
             "evidence": [e.as_dict() for e in self.evidence],
             "nearest": [e.as_dict() for e in self.nearest],
             "draft": self.draft,
+            "model": self.model,
+            "fallback": self.fallback,
             "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
                          "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
                          "confidence": s.confidence, "score": round(s.score, 4), "recalled_by": s.recalled_by,
@@ -487,7 +491,7 @@ class Answerer:
                    write_thought: bool = True, include_public: bool = False,
                    paper_ids: list[str] | None = None, share_thought: bool = False,
                    about_user: str | None = None, query_vector: np.ndarray | None = None,
-                   follow_up: FollowUp | None = None, language: str | None = None
+                   follow_up: FollowUp | None = None, language: str | None = None, llm: ChatModel | None = None
                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """Yield the sources (:class:`AnswerSources`, as soon as retrieval is done), the answer's place in line
         while it waits for the model (:class:`QueuePosition`, when it changes), the answer text as it grows,
@@ -498,7 +502,9 @@ class Answerer:
         embedding when the caller has already computed it (the chat recalls memories with it first);
         ``follow_up``: how to search for a question that leans on the turns before it (see :meth:`retrieve`).
         ``language`` is the one the answer is asked in (:func:`copilot.prompts.in_language`): retrieval still
-        embeds the question as it was asked (or, for a follow-up, as its self-contained query).
+        embeds the question as it was asked (or, for a follow-up, as its self-contained query). ``llm`` writes the
+        answer instead of the instance's model (a signed-in visitor's own remote one); if it fails before its first
+        word, the instance's model answers and :attr:`AskResult.fallback` says why.
         """
         question = check_question(question, self.settings)
         t0 = time.perf_counter()
@@ -510,6 +516,7 @@ class Answerer:
         answer = ""
         first_word = None
         t_slot = t1
+        model, fallback = llm or self.llm, ""
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
         if not unbearing:
@@ -518,23 +525,31 @@ class Answerer:
                         {"role": "user",
                          "content": prompts.answer_user(question, source_texts(items), about_user,
                                                         language=language)}]
-            ticket = self.llm.scheduler.enqueue(user_id, Priority.ANSWER)
-            try:
-                yield from self._wait_in_line(ticket)
-                t_slot = time.perf_counter()
-                for answer in stream_until_repeating(self.llm, messages, max_tokens=self.settings.max_answer_tokens,
-                                                     temperature=self.settings.temperature, ticket=ticket):
-                    if first_word is None and answer.strip():
-                        first_word = time.perf_counter()
-                    yield answer
-            finally:
-                self.llm.scheduler.release(ticket)  # also when the caller stops listening while in line
+            while True:
+                line = model.scheduler
+                ticket = line.enqueue(user_id, Priority.ANSWER)
+                try:
+                    yield from self._wait_in_line(ticket, model)
+                    t_slot = time.perf_counter()
+                    for answer in stream_until_repeating(model, messages, max_tokens=self.settings.max_answer_tokens,
+                                                         temperature=self.settings.temperature, ticket=ticket):
+                        if first_word is None and answer.strip():
+                            first_word = time.perf_counter()
+                        yield answer
+                    break
+                except LLMError as exc:
+                    if model is self.llm or first_word is not None:
+                        raise
+                    log.warning("%s failed; the instance's model answers instead: %s", model.name, exc)
+                    model, fallback = self.llm, str(exc)
+                finally:
+                    line.release(ticket)  # also when the caller stops listening while in line
         answer = answer.strip()
         t2 = time.perf_counter()
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
-        capped = self.llm.count_tokens(answer) >= self.settings.max_answer_tokens - 1
+        capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
         try:
             checked: Grounding | None = grounding.check(answer, items, self.embedder,
                                                         self.settings.grounding_threshold, capped=capped,
@@ -553,7 +568,8 @@ class Answerer:
                            searched_for=follow_up.query if follow_up else None, declined=bool(reason),
                            decline_reason=reason, draft=draft if reason else "",
                            evidence=[] if reason else supporting_quotes(checked, items, self.settings),
-                           nearest=nearest_quotes(found, checked) if reason else [])
+                           nearest=nearest_quotes(found, checked) if reason else [],
+                           model="" if unbearing else model.name, fallback=fallback)
         grounded = checked is not None and (checked.grounded or not self.settings.thought_needs_grounding)
         if not reason and write_thought and grounded:
             self._results[query_id] = (result, t2)
@@ -572,9 +588,10 @@ class Answerer:
             self._record_outcome(result)
         yield result
 
-    def _wait_in_line(self, ticket: Ticket) -> Iterator[QueuePosition]:
-        """Until ``ticket`` is granted, its place in line: at once, then whenever it changes."""
-        scheduler = self.llm.scheduler
+    def _wait_in_line(self, ticket: Ticket, model: ChatModel | None = None) -> Iterator[QueuePosition]:
+        """Until ``ticket`` is granted, its place in the line of ``model`` (the instance's): at once, then whenever
+        it changes."""
+        scheduler = (model or self.llm).scheduler
         shown: tuple[int, int] | None = None
         while not ticket.granted.is_set():
             position = scheduler.position(ticket)

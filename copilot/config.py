@@ -66,6 +66,13 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("COPILOT_HF_TOKEN", "HF_TOKEN"),
         description="Hugging Face token for Inference (COPILOT_HF_TOKEN, or HF_TOKEN).",
     )
+    hf_base_url: str = Field("", description="Where Hugging Face Inference is reached: empty = Hugging Face's "
+                             "router; or the URL of a dedicated Inference Endpoint (…/v1 is added).")
+    signed_in_model: str = Field(
+        "Qwen/Qwen2.5-7B-Instruct",
+        description="On a Space whose front matter asks for the inference-api scope: the Hugging Face Inference "
+        "model that answers a signed-in visitor, under the visitor's own token and at their cost (guests keep the "
+        "embedded model; a failure falls back to it). Empty: everyone gets the configured backend.")
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
     llm_slots: int = Field(4, ge=1, description="LLM calls sent to a remote endpoint at once (the embedded "
                            "model always runs one at a time); the rest wait in line, answers first.")

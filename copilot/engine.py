@@ -394,8 +394,8 @@ class Copilot(Answerer):
 
     def chat_stream(self, user_id: str, message: str, *, paper_ids: list[str] | None = None,
                     include_public: bool = False, share_thought: bool = False, use_thoughts: bool = True,
-                    write_thought: bool = True, conversation_id: int | str | None = None
-                    ) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
+                    write_thought: bool = True, conversation_id: int | str | None = None,
+                    llm: ChatModel | None = None) -> Iterator[AnswerSources | QueuePosition | str | AskResult]:
         """One personalised turn, as the Chat tab and ``python -m copilot ask`` run it: refused when the line for
         the model is full; embed the message once (memories, then sources), personalise with the persona and
         recalled memories, ask for the answer in the user's language (:meth:`answer_language`; by default the
@@ -403,21 +403,22 @@ class Copilot(Answerer):
         it is answered, keep what the user said about themselves and keep the turn in the user's conversation
         ``conversation_id`` (none: a new one, titled from this message; the :class:`AskResult` names it). A
         follow-up in a conversation is searched for with its recent turns' subject (:mod:`copilot.followups`); it
-        is answered as asked."""
+        is answered as asked. ``llm``: the model that writes this answer instead of the instance's (see
+        :meth:`Answerer.ask_stream`)."""
         if conversation_id not in (None, ""):
             conversation_id = self._conversation(conversation_id, user_id).id
         else:
             conversation_id = None
         if paper_ids:
             self.visible_paper_ids(user_id, paper_ids)  # only papers this user may see
-        admit_answer(self.llm, self.settings)
+        admit_answer(llm or self.llm, self.settings)
         vector = self.embedder.encode_query(message)
         about, memories = self.memories.about(user_id, message, vector)
         follow = self.follow_up(user_id, conversation_id, message)
         for update in self.ask_stream(message, user_id=user_id, paper_ids=paper_ids, include_public=include_public,
                                       share_thought=share_thought, use_thoughts=use_thoughts,
                                       write_thought=write_thought, about_user=about, query_vector=vector,
-                                      follow_up=follow,
+                                      follow_up=follow, llm=llm,
                                       language=self.answer_language(user_id) or prompts.LANGUAGE_OF_QUESTION):
             if isinstance(update, AnswerSources):
                 update.memories = memories
@@ -425,6 +426,15 @@ class Copilot(Answerer):
                 self.memories.keep_statements(user_id, message)  # only from a message that was answered
                 update.conversation_id = self._keep_turn(user_id, conversation_id, update)
             yield update
+
+    def visitor_model(self, token: str) -> ChatModel | None:
+        """``COPILOT_SIGNED_IN_MODEL`` on Hugging Face Inference under a signed-in visitor's own token, to pass to
+        :meth:`chat_stream` (None when that setting is empty: the instance's model answers everyone)."""
+        if not self.settings.signed_in_model or not token:
+            return None
+        from copilot.llm.hf_inference import HFInferenceModel
+
+        return HFInferenceModel.for_visitor(self.settings, token)
 
     def follow_up(self, user_id: str, conversation_id: int | None, message: str) -> FollowUp | None:
         """How ``message`` is searched for after the recent turns of the user's conversation (None: as asked)."""

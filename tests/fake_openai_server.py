@@ -32,13 +32,16 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if self.path != "/v1/chat/completions":
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
             return
-        if self.headers.get("Authorization") != f"Bearer {GOOD_KEY}":
+        if self.headers.get("Authorization") not in {f"Bearer {key}" for key in self.server.keys}:
             self._json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                                        "code": "invalid_api_key"}})
             return
         if body.get("model") == "missing-model":
             self._json(404, {"error": {"message": "The model does not exist", "type": "invalid_request_error",
                                        "code": "model_not_found"}})
+            return
+        if body.get("model") == "limited-model":
+            self._json(429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}})
             return
         if body.get("model") == "slow-model":
             time.sleep(3)
@@ -66,8 +69,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, keys: tuple[str, ...] = (GOOD_KEY,)) -> None:
         super().__init__(("127.0.0.1", 0), ChatCompletionsHandler)
+        self.keys = keys  # the API keys (bearer tokens) it accepts
         self.requests: list[dict] = []
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 

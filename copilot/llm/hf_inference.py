@@ -18,7 +18,14 @@ STATUS_MESSAGES = {
     401: "Hugging Face refused the token; check COPILOT_HF_TOKEN (or HF_TOKEN).",
     403: "The Hugging Face token may not use '{model}'; check its permissions.",
     404: "Model '{model}' is not served by Hugging Face Inference; check COPILOT_LLM_MODEL.",
+    402: "Hugging Face Inference wants credits for '{model}' on the account.",
     429: "Hugging Face Inference is rate limiting requests; retry later or use your own token.",
+}
+# The same, said to a signed-in visitor whose own token was used.
+VISITOR_MESSAGES = STATUS_MESSAGES | {
+    401: "Hugging Face did not accept your sign-in for Inference; sign out and in again.",
+    403: "Your Hugging Face account may not use '{model}' through Inference.",
+    429: "Hugging Face Inference is rate limiting your account; retry later.",
 }
 
 
@@ -26,17 +33,30 @@ class HFInferenceModel(ChatModel):
     """Chat completions served by Hugging Face Inference providers."""
 
     def __init__(self, *, token: str, model: str, timeout_s: float = 60.0,
-                 slots: int = 1) -> None:
+                 slots: int = 1, base_url: str = "") -> None:
         super().__init__(slots)
         self.model = model or DEFAULT_HF_MODEL
         self.name = f"hf:{self.model}"
-        self._client = InferenceClient(model=self.model, token=token or None, timeout=timeout_s)
+        # Through Hugging Face's router the model is the client's; at a URL of one's own it goes in each request.
+        self._client = (InferenceClient(base_url=base_url.rstrip("/"), token=token or None, timeout=timeout_s)
+                        if base_url else InferenceClient(model=self.model, token=token or None, timeout=timeout_s))
+        self._per_request = {"model": self.model} if base_url else {}
+        self._messages = STATUS_MESSAGES
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HFInferenceModel:
         """The configured model on Hugging Face Inference, with ``llm_slots`` calls at once."""
         return cls(token=settings.hf_token, model=settings.llm_model, timeout_s=settings.llm_timeout_s,
-                   slots=settings.llm_slots)
+                   slots=settings.llm_slots, base_url=settings.hf_base_url)
+
+    @classmethod
+    def for_visitor(cls, settings: Settings, token: str) -> HFInferenceModel:
+        """``signed_in_model`` under a signed-in visitor's own OAuth token: one call at a time for that visitor,
+        beside (not behind) the embedded model's line."""
+        model = cls(token=token, model=settings.signed_in_model, timeout_s=settings.llm_timeout_s,
+                    base_url=settings.hf_base_url)
+        model._messages = VISITOR_MESSAGES
+        return model
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
@@ -45,6 +65,7 @@ class HFInferenceModel(ChatModel):
         try:
             yield from delta_texts(self._client.chat_completion(
                 messages,
+                **self._per_request,
                 max_tokens=options.max_tokens,
                 temperature=options.temperature,
                 stop=options.stop,
@@ -70,5 +91,5 @@ class HFInferenceModel(ChatModel):
 
     def _explain_status(self, exc: HfHubHTTPError) -> str:
         status = exc.response.status_code if exc.response is not None else None
-        template = STATUS_MESSAGES.get(status, "Hugging Face Inference failed for '{model}' (HTTP {status}): {exc}")
+        template = self._messages.get(status, "Hugging Face Inference failed for '{model}' (HTTP {status}): {exc}")
         return template.format(model=self.model, status=status, exc=exc)

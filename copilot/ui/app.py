@@ -46,9 +46,12 @@ def describe_model(settings: Settings) -> dict:
     return {"backend": backend, "model": model, "data_dir": str(settings.data_dir.resolve())}
 
 
-def _model_line(settings: Settings) -> str:
+def _model_line(settings: Settings, mode: str) -> str:
     info = describe_model(settings)
-    return f"Model: **{info['model']}** via `{info['backend']}` backend."
+    line = f"Model: **{info['model']}** via `{info['backend']}` backend."
+    if mode == "hf" and settings.signed_in_model:
+        line += f" Signed in: **{settings.signed_in_model}** on Hugging Face Inference, with your account."
+    return line
 
 
 def _warm_up(services: Services) -> None:
@@ -74,7 +77,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             gr.Markdown(INTRO, elem_id="intro")
             if ctx.mode == "hf":
                 gr.LoginButton()
-        gr.Markdown(_model_line(settings), elem_id="model-line")
+        gr.Markdown(_model_line(settings, ctx.mode), elem_id="model-line")
         notice = gr.Markdown(visible=False, elem_id="owner-notice")
         with gr.Tabs():
             library = library_tab.build(ctx)

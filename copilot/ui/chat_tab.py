@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui import conversations_panel, passage_view
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext, page_error
+from copilot.ui.users import answered_by, visitor_token
 
 RETRIEVED_HEADERS = ["#", "kind", "id", "depth", "conf.", "score", "recalled by", "from", "text"]
 # Fixed widths keep short columns readable in the narrow side panel; the table scrolls sideways for the rest.
@@ -109,10 +111,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     @act
     def chat(message: str, history: list[dict] | None, scope: list[str] | None, use_public: bool, share: bool,
-             user_id: str, conversation: int | None = None
+             user_id: str, conversation: int | None = None, token: gr.OAuthToken | None = None
              ) -> Iterator[tuple[str, list[dict], list[list[Any]], int | None, str, int | None]]:
         """Ask about your library: a streamed answer with numbered, followable sources. A question after others in
-        the chat continues their kept conversation; into an empty chat, it starts a new one."""
+        the chat continues their kept conversation; into an empty chat, it starts a new one. A signed-in visitor
+        of a Space is answered by its remote model under their own account (:func:`visitor_token`)."""
         history = list(history or [])
         conversation = conversation if history else None
         if not (message or "").strip():
@@ -132,8 +135,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         # Sources first (retrieval takes milliseconds), then the place in line, then the streaming answer. A
         # refusal on the way (the model's line is full, a limit is reached) is written where the answer would have
         # been, under the question, and then raised as the call's error.
+        visitor = visitor_token(user_id, token) if ctx.mode == "hf" else None
+        remote = ctx.copilot.visitor_model(visitor) if visitor else None
         stream = ctx.copilot.chat_stream(user_id, message, paper_ids=list(scope) if scope else None,
-                                         include_public=use_public, share_thought=share, conversation_id=conversation)
+                                         include_public=use_public, share_thought=share, conversation_id=conversation,
+                                         llm=remote)
         try:
             for update in stream:
                 if isinstance(update, AskResult):
@@ -155,7 +161,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
             yield "", shown, rows, None, "", conversation
             raise
         assert result is not None
-        checked = result.to_markdown()
+        if result.fallback:
+            gr.Warning(html.escape(f"The remote model did not answer ({result.fallback}); the embedded model did."))
+        by = answered_by(result, remote)
+        checked = result.to_markdown() + (f"\n\n{by}" if by else "")
         shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}
         yield "", shown, rows, result.query_id, "Thought: being written in the background…", result.conversation_id
 

@@ -13,10 +13,13 @@ from typing import Literal
 
 import gradio as gr
 
+from copilot.answering import AskResult
 from copilot.config import Settings
+from copilot.llm import ChatModel
 from copilot.ui.identity import COOKIE, GuestTokens, InvalidToken
 
 LOCAL_USER = "local"
+INFERENCE_SCOPE = "inference-api"  # the OAuth scope that lets a Space call Inference as the signed-in visitor
 Mode = Literal["single", "session", "hf"]
 
 
@@ -52,6 +55,25 @@ def resolve_user(mode: Mode, request: gr.Request | None, profile: gr.OAuthProfil
         return tokens.user_id(dict(cookies.items()).get(COOKIE) if cookies else None)
     except InvalidToken as exc:
         raise gr.Error(str(exc)) from exc
+
+
+def visitor_token(user_id: str, token: gr.OAuthToken | None) -> str | None:
+    """A signed-in Hugging Face visitor's own OAuth token, when the Space asked for the inference-api scope and the
+    visitor granted it (None for guests, the local user, or without that scope): Inference is then called as them,
+    at their cost."""
+    if not user_id.startswith("hf:") or token is None or not token.token:
+        return None
+    return token.token if INFERENCE_SCOPE in (token.scope or "").split() else None
+
+
+def answered_by(result: AskResult, remote: ChatModel | None) -> str:
+    """The line under a signed-in visitor's answer that says which model wrote it ("" when the instance's model
+    was the only one asked)."""
+    if remote is None or not result.model:
+        return ""
+    if result.fallback:
+        return f"*Answered by the embedded model: {remote.name[3:]} on Hugging Face Inference failed.*"
+    return f"*Answered by {remote.name[3:]} on Hugging Face Inference, with your account.*"
 
 
 def proxies(settings: Settings) -> int:

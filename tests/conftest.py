@@ -35,11 +35,11 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["qwen2.5-coder-0.5b", "gemma3-270m"])
+@pytest.fixture(params=["qwen2.5-coder-0.5b"])
 def embedded_model(request: pytest.FixtureRequest) -> str:
-    """The default embedded model, then Gemma (``COPILOT_LLM_MODEL``): the end-to-end tests with the real model run
-    in each prompt form (chat for Qwen2.5-Coder-0.5B-Instruct, completion for the Gemma 3 270M base model); the
-    asking test also runs SmolLM2-135M."""
+    """The default embedded model (``COPILOT_LLM_MODEL``) that every end-to-end test with the real model runs on;
+    each other embedded model gets one smoke test (``tests/test_ask_real_model.py``), Gemma's in the completion
+    prompt form."""
     return request.param
 
 

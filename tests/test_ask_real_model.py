@@ -1,4 +1,5 @@
-"""End to end with each embedded model: add a real paper, ask twice through the CLI, read the record."""
+"""End to end with the default embedded model: add a real paper, ask twice through the CLI, read the record; and one
+smoke test for each other embedded model: the same paper, one question, a record of the same shape."""
 
 import json
 import subprocess
@@ -17,19 +18,32 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("embedded_model", ["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
-def test_ask_json_with_the_embedded_model(tmp_path: Path, embedded_model: str) -> None:
+def asked(tmp_path: Path, embedded_model: str) -> tuple[dict, str, dict[str, str]]:
+    """A real paper added, one question asked with ``ask --json``: the record, the paper's id and the environment."""
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
                          "COPILOT_LLM_MODEL": embedded_model}
     added = cli("-m", "copilot", "papers", "add", str(TEST_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
                 env=env)
     assert added.returncode == 0, added.stderr
     paper_id = json.loads(added.stdout)["results"][0]["paper_id"]
-
     first = cli("-m", "copilot", "ask", "How is SPECTER trained?", "--json", env=env)
     assert first.returncode == 0, first.stderr
     record = json.loads(first.stdout)
+    assert record["model"] == f"local:{embedded_model}" or record["declined"], record["model"]
     assert len(record["answer"].split()) >= 3
+    assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
+    return record, paper_id, env
+
+
+@pytest.mark.parametrize("embedded_model", ["smollm2-135m", "gemma3-270m"])
+def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: str) -> None:
+    record, _, _ = asked(tmp_path, embedded_model)
+    assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
+    assert record["thought"]["outcome"] in {"added", "merged", "dropped"}
+
+
+def test_ask_json_with_the_default_embedded_model(tmp_path: Path) -> None:
+    record, paper_id, env = asked(tmp_path, "qwen2.5-coder-0.5b")
     assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))

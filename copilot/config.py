@@ -167,7 +167,7 @@ class Settings(BaseSettings):
         "plus a query-side adapter; no LLM call).",
     )
     association_adapter: str = Field("", description="Adapter for the association score: a LoRA directory or a "
-                                     "residual-MLP .npz file; empty = the shipped LoRA.")
+                                     "residual-MLP .npz file; empty = the shipped residual MLP (docs/benchmarks.md, \"Associative recall\").")
 
     users: Literal["auto", "single", "session", "hf"] = Field(
         "auto",

@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from copilot.association import AssociativeScorer, QueryAdapter, combined_scores, load_adapter
-from copilot.association.adapter import DEFAULT_MLP_PATH, AdapterFileError, unit_rows
+from copilot.association.adapter import DEFAULT_LORA_PATH, DEFAULT_MLP_PATH, AdapterFileError, unit_rows
 from copilot.association.cli import cli
 from copilot.association.data import (
     DEFAULT_LIVES_DIR,
@@ -27,6 +27,7 @@ from copilot.association.data import (
 from copilot.association.decontam import decontaminate
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
+from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
 from copilot.association.simulate import leaked_words, simulate_lives
 from copilot.association.training import TrainConfig, TrainingSet, build_net, fit, info_nce
@@ -274,7 +275,7 @@ def test_shipped_mlp_adapter_beats_plain_cosine_on_held_out_persons(cache: Embed
 
 @pytest.mark.slow
 def test_shipped_lora_beats_plain_cosine_and_the_mlp_on_held_out_persons(cache: EmbeddingCache) -> None:
-    adapter = load_adapter()
+    adapter = load_adapter(DEFAULT_LORA_PATH)
     assert adapter.kind == "lora"
     held_out = sorted(adapter.config["test_persons"])
     lives = lives_the_adapter_was_trained_from(470)
@@ -288,11 +289,58 @@ def test_shipped_lora_beats_plain_cosine_and_the_mlp_on_held_out_persons(cache: 
     assert result.mrr(ASSOCIATION) > max(result.mrr(UNTRAINED), mlp.mrr(ASSOCIATION))
 
 
+@pytest.mark.slow
+def test_the_default_wins_where_users_live(cache: EmbeddingCache) -> None:
+    """Held-out statements in real conversations, each trigger asked after a real chat turn: the default (the MLP)
+    finds more than plain cosine and more than the LoRA, which wins only on the simulator's own lines."""
+    mlp, lora = load_adapter(), load_adapter(DEFAULT_LORA_PATH)
+    assert mlp.kind == "residual_mlp"
+    held_out = sorted(mlp.config["val_persons"])
+    lives = [life for life in lives_the_adapter_was_trained_from(470) if life.person in set(held_out[:30])]
+    turns, _ = locomo_benchmark(LOCOMO)
+    conversations = [[m.text for m in turns if m.group == g] for g in dict.fromkeys(m.group for m in turns)]
+    memories, queries = among_real_turns(lives, conversations, chatty=True)
+    default = evaluate(memories, queries, cache, mlp)
+    other = evaluate(memories, queries, cache, lora)
+    assert default.n_queries >= 800
+    assert default.percent(ASSOCIATION, 10) > default.percent(UNTRAINED, 10) + 2
+    assert default.percent(ASSOCIATION, 10) > other.percent(ASSOCIATION, 10) + 1
+
+
 def test_locomo_benchmark_points_gold_at_own_turns() -> None:
     memories, queries = locomo_benchmark(LOCOMO)
     ids = {m.id: m.group for m in memories}
     assert len({m.group for m in memories}) == 2 and len(queries) > 300  # the two conversations kept (CC BY-NC)
     assert all(ids[g] == q.group for q in queries for g in q.gold)
+
+
+def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation() -> None:
+    lives = [Life(p, f"{p} statement {i}", ("state", "causal")[i % 2], "later", ("t1", "t2"), f"{p} q{i}?")
+             for p in ("x", "y") for i in range(3)]
+    conversations = [["A: hi", "B: hello", "A: rain again"], ["C: lunch?", "D: sure"]]
+    memories, queries = among_real_turns(lives, conversations, cues=2, seed=0)
+    groups: dict[str, list] = {}
+    for m in memories:
+        groups.setdefault(m.group, []).append(m)
+    assert len(groups) == 4, "each person's 3 statements make groups of 2 and 1"
+    for number, members in enumerate(groups.values()):
+        turns = [m.text for m in members if m.id.startswith("turn/")]
+        statements = [m for m in members if not m.id.startswith("turn/")]
+        assert turns == conversations[number % 2], "the whole conversation, the conversations in turn"
+        assert 1 <= len(statements) <= 2 and len({m.id.split("/")[0] for m in statements}) == 1, "one person's"
+    hidden = sorted(m.id for m in memories if not m.id.startswith("turn/"))
+    assert hidden == sorted(f"{p}/{i}" for p in ("x", "y") for i in range(3)), "every statement once"
+    own = {m.id: m.group for m in memories if not m.id.startswith("turn/")}
+    assert all(own[q.gold[0]] == q.group for q in queries), "a query searches the group of its statement"
+    assert sorted(q.kind for q in queries).count("direct") == 6 and len(queries) == 18
+    assert relation_of_queries(lives, queries) == [("state", "causal")[int(q.gold[0][-1]) % 2] for q in queries]
+    chat_memories, chat_queries = among_real_turns(lives, conversations, cues=2, seed=0, chatty=True)
+    assert chat_memories == memories and {q.kind for q in chat_queries} == {"trigger"} and len(chat_queries) == 12
+    for chatty, plain in zip(chat_queries, [q for q in queries if q.kind == "trigger"], strict=True):
+        other = conversations[(int(chatty.group.split("/")[1]) + 1) % 2]
+        said = chatty.text.removesuffix(" " + plain.text)
+        assert chatty.gold == plain.gold and said != chatty.text, "the trigger, after a chat turn"
+        assert said in {turn.split(": ", 1)[1] for turn in other}, "a turn of another conversation, no speaker"
 
 
 def test_lives_benchmark_pools() -> None:

@@ -373,15 +373,17 @@ def test_distractors_join_each_persons_search() -> None:
     assert relation_of_queries(lives, queries)[:3] == ["causal"] * 3
 
 
-def test_both_kinds_ship_and_the_default_is_the_refit_of_the_run_that_validated_best() -> None:
-    """The shipped LoRA refits the validated recipe on every training person, at its kept step and best w."""
-    assert DEFAULT_ADAPTER_PATH == DEFAULT_LORA_PATH and load_adapter().kind == LORA_KIND
+def test_both_kinds_ship_and_the_lora_is_the_refit_of_the_run_that_validated_best() -> None:
+    """The default is the residual MLP (it wins in real conversations); the shipped LoRA refits the validated
+    recipe on every training person, at its kept step and best w."""
+    assert DEFAULT_ADAPTER_PATH == DEFAULT_MLP_PATH and load_adapter().kind == "residual_mlp"
+    assert load_adapter(DEFAULT_LORA_PATH).kind == LORA_KIND
     config = json.loads((DEFAULT_LORA_PATH / "association.json").read_text())
     validated = json.loads((DEFAULT_LORA_PATH / VALIDATION_FILE).read_text())
     size = sum(p.stat().st_size for p in DEFAULT_LORA_PATH.iterdir())
     assert config["kind"] == LORA_KIND and size < 5 * 1024 * 1024 and len(config["test_persons"]) == 94
     assert sorted(config["test_persons"]) == sorted(validated["test_persons"]), "the same held-out persons"
-    lora = load_adapter()
+    lora = load_adapter(DEFAULT_LORA_PATH)
     search = {row["weight"]: row for row in validated["read_weight_search"]}
     assert lora.weight in READ_WEIGHTS and max(search.values(), key=lambda r: (r["trigger_r10"], r["trigger_mrr"])) == \
         search[lora.weight], "w is the one that validated best"

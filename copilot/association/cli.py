@@ -253,7 +253,8 @@ def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, 
         click.echo(format_table(result, (UNTRAINED, ASSOCIATION), f"Recall@k (w = {w})"))
 
 
-@cli.command(help="Every figure: held-out persons (alone and among distractors), LoCoMo look-up, read-time cost.")
+@cli.command(help="Every figure: held-out persons (alone, among distractors, in real conversations), LoCoMo look-up, "
+             "read-time cost.")
 @click.option("--adapter", "adapter_path", default=None, help="Adapter (default: the shipped one).")
 @click.option("--baseline", "baseline_path", default=None,
               help="A second adapter to compare on the same split (e.g. the residual MLP .npz).")

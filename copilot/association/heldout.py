@@ -6,7 +6,15 @@ statements alone would never show it. So every measurement is made twice:
 
 - ``alone``: one pool of every held-out statement (a trigger must find its own among all of them);
 - ``distractors``: the same pool, and for each person a seeded sample of ``per_person`` conversational lines
-  (LoCoMo turns by default: real-style chat, never trained on) added to that person's search.
+  (LoCoMo turns by default: real-style chat, never trained on) added to that person's search;
+- ``real_turns``: where users live, one user's long history of which a few lines matter. Each group is one whole
+  real conversation (every turn of a LoCoMo conversation, a few hundred) with ``cues`` held-out statements of one
+  person inserted; their triggers and direct questions search that group only. The statements no longer compete
+  with each other in the simulator's own register, only with real chat turns. LoCoMo is never trained on;
+- ``real_turns_chat``: the same groups, each trigger asked inside a real chat turn (a seeded turn of another
+  conversation, then the trigger), as a later message that needs a cue carries its own chatter. A simulated
+  trigger alone is in the register the adapters trained on; this is the measure that agrees with an outside
+  benchmark of real conversations (docs/benchmarks.md, "Associative recall").
 
 Relations (causal, state, goal, value) are kept per query, so a result can be broken down by them.
 """
@@ -19,6 +27,7 @@ from collections.abc import Sequence
 from copilot.association.data import Life, Memory, Query, lives_benchmark
 
 DISTRACTORS_PER_PERSON = 300
+CUES_PER_CONVERSATION = 2  # held-out statements hidden in one real conversation
 
 
 def relation_of_queries(lives: Sequence[Life], queries: Sequence[Query]) -> list[str]:
@@ -50,10 +59,57 @@ def pooled_with_distractors(lives: Sequence[Life], distractors: Sequence[str], p
     return out_memories, out_queries
 
 
+def _utterance(turn: str) -> str:
+    """A LoCoMo turn without its "Speaker: " prefix."""
+    return turn.split(": ", 1)[1] if ": " in turn else turn
+
+
+def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str]],
+                     cues: int = CUES_PER_CONVERSATION, seed: int = 0, chatty: bool = False
+                     ) -> tuple[list[Memory], list[Query]]:
+    """Each person's statements, ``cues`` at a time (seeded order), hidden in a whole real conversation (the
+    conversations taken in turn); each statement's triggers and direct question search its own group. Memory ids
+    are those of :func:`lives_benchmark`, so :func:`relation_of_queries` applies. ``chatty``: triggers only, each
+    after a seeded turn of another conversation (of the same one when there is only one)."""
+    by_person: dict[str, list[tuple[str, Life]]] = {}
+    for life in lives:
+        mine = by_person.setdefault(life.person, [])
+        mine.append((f"{life.person}/{len(mine)}", life))
+    rng = random.Random(seed)
+    chatter = random.Random(seed + 1)
+    memories: list[Memory] = []
+    queries: list[Query] = []
+    groups = 0
+    for person in sorted(by_person):
+        statements = by_person[person]
+        rng.shuffle(statements)
+        for start in range(0, len(statements), cues):
+            group = f"real/{groups}"
+            turns = conversations[groups % len(conversations)]
+            others = conversations[(groups + 1) % len(conversations)]
+            groups += 1
+            memories += [Memory(f"turn/{j}", text, group) for j, text in enumerate(turns)]
+            for memory_id, life in statements[start:start + cues]:
+                memories.append(Memory(memory_id, life.statement, group))
+                if chatty:
+                    queries += [Query(f"{memory_id}/trigger{j}", f"{_utterance(chatter.choice(others))} {text}",
+                                      (memory_id,), group, "trigger") for j, text in enumerate(life.triggers)]
+                    continue
+                queries += [Query(f"{memory_id}/trigger{j}", text, (memory_id,), group, "trigger")
+                            for j, text in enumerate(life.triggers)]
+                queries.append(Query(f"{memory_id}/direct", life.direct_question, (memory_id,), group, "direct"))
+    return memories, queries
+
+
 def benchmarks(lives: Sequence[Life], distractors: Sequence[str], per_person: int = DISTRACTORS_PER_PERSON,
-               seed: int = 0) -> dict[str, tuple[list[Memory], list[Query]]]:
-    """``alone`` and ``distractors``, both with triggers and direct questions as queries."""
+               seed: int = 0, conversations: Sequence[Sequence[str]] = ()) -> dict[str, tuple[list[Memory],
+                                                                                              list[Query]]]:
+    """``alone``, ``distractors`` and ``real_turns`` (given conversations), with triggers and direct questions;
+    ``real_turns_chat`` (given conversations), triggers inside chat turns."""
     out = {"alone": lives_benchmark(lives, pooled=True, kinds=("trigger", "direct"))}
     if distractors:
         out["distractors"] = pooled_with_distractors(lives, distractors, per_person, seed)
+    if conversations:
+        out["real_turns"] = among_real_turns(lives, conversations, seed=seed)
+        out["real_turns_chat"] = among_real_turns(lives, conversations, seed=seed, chatty=True)
     return out

@@ -2,9 +2,11 @@
 
 1. Held-out persons (the adapter file names them): every held-out statement in one pool, searched by each
    trigger and each direct question, first alone and then hidden among distractor lines (a few hundred
-   conversational lines per person, :mod:`copilot.association.heldout`); plain cosine, the association term
-   alone, the combined score, and optionally a baseline adapter trained on the same split (the residual
-   MLP), with the exact McNemar test on per-query hits and a per-relation table.
+   conversational lines per person, :mod:`copilot.association.heldout`); then where users live, two statements
+   at a time hidden in a whole real conversation (``real_turns``); plain cosine, the association term alone, the
+   combined score, and optionally a baseline adapter trained on the same split (the residual MLP), with the
+   exact McNemar test on per-query hits and a per-relation table. A first table sets the pools side by side,
+   and the real-turn Recall@10 is also given for a range of w.
 2. Ordinary look-up must not get worse: LoCoMo questions against their conversation's turns, evidence
    Recall@k, plain against combined.
 3. Read-time cost: one question's encoding, plain and with the adapter applied as the engine applies it, and
@@ -26,13 +28,17 @@ import numpy as np
 from copilot.association.data import RELATIONS, Life, locomo_benchmark, lives_benchmark, write_benchmark
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ADAPTER_ONLY, ASSOCIATION, UNTRAINED, EvalResult, evaluate, format_table
-from copilot.association.heldout import DISTRACTORS_PER_PERSON, benchmarks, relation_of_queries
+from copilot.association.heldout import (CUES_PER_CONVERSATION, DISTRACTORS_PER_PERSON, benchmarks,
+                                         relation_of_queries)
 from copilot.association.metrics import mcnemar_exact
 from copilot.association.scoring import AssociativeScorer
 
 ALONE = "association term alone"
 BASELINE = "baseline"
 SCORERS = (UNTRAINED, ALONE, ASSOCIATION)
+POOLS = {"alone": "held-out statements alone", "distractors": "with distractor lines",
+         "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked inside a chat turn"}
+WEIGHTS = (0.5, 1.0, 2.0, 3.0, 5.0)  # the w of the real-turn sweep
 
 
 def held_out_persons(adapter: Any) -> list[str]:
@@ -99,6 +105,31 @@ def both_sides(lives: Sequence[Life], cache: EmbeddingCache, adapter: Any, k: in
             f"query_side_recall@{k}": round(100 * query_side.mean(), 2),
             f"both_sides_recall@{k}": round(100 * both.mean(), 2),
             "mcnemar_both_vs_query_side": asdict(mcnemar_exact(query_side, both))}
+
+
+def weight_sweep(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, weights: Sequence[float] = WEIGHTS,
+                 k: int = 10) -> dict[str, float]:
+    """Trigger Recall@k (percent) of the combined score at each w, the adapter's own w included."""
+    triggers = [q for q in queries if q.kind == "trigger"]
+    chosen = sorted({*weights, adapter.weight})
+    result = evaluate(memories, triggers, cache, adapter, {f"{w:g}": w for w in chosen}, ks=(k,))
+    return {name: result.percent(name, k) for name in result.recall}
+
+
+def side_by_side(results: dict[str, EvalResult], scorers: Sequence[str]) -> tuple[str, dict]:
+    """Trigger Recall@10 in every pool and direct-question Recall@1, one row per scorer."""
+    pools = [p for p in POOLS if p in results]
+    direct = [p for p in pools if results[p].subset("direct").n_queries]
+    head = ("| scorer | " + " | ".join(f"triggers R@10, {POOLS[p]}" for p in pools)
+            + " | " + " | ".join(f"direct R@1, {POOLS[p]}" for p in direct) + " |")
+    lines = ["**Side by side** (Recall in percent)", "", head, "|---|" + "---|" * (len(pools) + len(direct))]
+    table: dict = {}
+    for scorer in scorers:
+        row = {f"triggers_recall@10_{p}": results[p].subset("trigger").percent(scorer, 10) for p in pools}
+        row |= {f"direct_recall@1_{p}": results[p].subset("direct").percent(scorer, 1) for p in direct}
+        table[scorer] = row
+        lines.append(f"| {scorer} | " + " | ".join(f"{v:.1f}" for v in row.values()) + " |")
+    return "\n".join(lines), table
 
 
 def relation_table(result: EvalResult, relations: Sequence[str], scorers: Sequence[str], k: int = 10) -> dict:
@@ -178,21 +209,41 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
     data: dict = {"adapter": {"kind": adapter.kind, "weight": adapter.weight, "parameters": adapter.n_parameters},
                   "held_out": {}}
     locomo_memories, locomo_queries = locomo_benchmark(locomo) if locomo is not None and locomo.exists() else ([], [])
-    pools = benchmarks(held, [m.text for m in locomo_memories], distractors_per_person)
+    conversations = [[m.text for m in locomo_memories if m.group == group]
+                     for group in dict.fromkeys(m.group for m in locomo_memories)]
+    pools = benchmarks(held, [m.text for m in locomo_memories], distractors_per_person, conversations=conversations)
+    results: dict[str, EvalResult] = {}
     for pool, (memories, queries) in pools.items():
-        result = scored(memories, queries, cache, adapter, baseline)
-        label = "all held-out statements" + (f", {distractors_per_person} distractor lines per person"
-                                             if pool == "distractors" else "")
+        results[pool] = result = scored(memories, queries, cache, adapter, baseline)
+        label = {"alone": "all held-out statements",
+                 "distractors": f"all held-out statements, {distractors_per_person} distractor lines per person",
+                 "real_turns": f"up to {CUES_PER_CONVERSATION} held-out statements of one person in each of "
+                               f"{len({m.group for m in memories})} copies of {len(conversations)} real "
+                               "conversations",
+                 "real_turns_chat": "the same real conversations, each trigger asked after a real chat turn"}[pool]
         block: dict = {}
         for kind, title in (("trigger", "triggers"), ("direct", "direct questions")):
             part = result.subset(kind)
+            if not part.n_queries:
+                continue
             sections.append(format_table(part, scorers, f"Held-out {title}, {label}"))
             block[title] = _json_block(part, scorers)
         triggers = result.subset("trigger")
         table = relation_table(triggers, relation_of_queries(held, triggers.queries), scorers)
         sections.append(f"**Trigger Recall@10 by relation, {label}**\n\n" + _relation_markdown(table, scorers))
         block["by_relation_recall@10"] = table
+        if pool.startswith("real_turns"):
+            sweeps = {ASSOCIATION: weight_sweep(memories, queries, cache, adapter)}
+            if baseline is not None:
+                sweeps[BASELINE] = weight_sweep(memories, queries, cache, baseline)
+            block["triggers_recall@10_by_weight"] = sweeps
+            sections.append(f"**Trigger Recall@10 {POOLS[pool]}, by w**\n\n"
+                            + "\n".join(f"- {name} ({(baseline if name == BASELINE else adapter).kind}): "
+                                        + ", ".join(f"w {w} {r:.1f}" for w, r in sweep.items())
+                                        for name, sweep in sweeps.items()))
         data["held_out"][pool] = block
+    summary_text, data["side_by_side"] = side_by_side(results, scorers)
+    sections.insert(1, summary_text)
     if with_both_sides:
         data["both_sides"] = row = both_sides(held, cache, adapter)
         sections.append("**Query side against both sides** (triggers, held-out statements alone; evaluation "

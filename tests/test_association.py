@@ -21,6 +21,7 @@ from copilot.association.data import (
     lives_benchmark,
     load_lives,
     locomo_benchmark,
+    pairs_of,
     persons_of,
     split_persons,
 )
@@ -30,7 +31,7 @@ from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
 from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
 from copilot.association.simulate import leaked_words, simulate_lives
-from copilot.association.training import TrainConfig, TrainingSet, build_net, fit, info_nce
+from copilot.association.training import TrainConfig, TrainingSet, build_net, fit, info_nce, with_chatter
 from tests.scripted_llm import ScriptedLLM
 
 LIVES_DIR = DEFAULT_LIVES_DIR
@@ -341,6 +342,22 @@ def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation(
         said = chatty.text.removesuffix(" " + plain.text)
         assert chatty.gold == plain.gold and said != chatty.text, "the trigger, after a chat turn"
         assert said in {turn.split(": ", 1)[1] for turn in other}, "a turn of another conversation, no speaker"
+
+
+def test_chatter_asks_each_trigger_inside_another_persons_line() -> None:
+    lives = [Life(p, f"{p} statement {i}", "state", "later", (f"{p} t{i}a", f"{p} t{i}b"), f"{p} q{i}?")
+             for p in ("x", "y", "z") for i in range(2)]
+    pairs = pairs_of(lives)
+    more = with_chatter(pairs, 2, seed=3)
+    assert more[:len(pairs)] == pairs and len(more) == len(pairs) + 2 * 12
+    lines = {(p.person, p.query) for p in pairs}
+    for pair in more[len(pairs):]:
+        trigger = next(p for p in pairs if p.kind == "trigger" and p.statement == pair.statement
+                       and (pair.query.startswith(p.query + " ") or pair.query.endswith(" " + p.query)))
+        said = pair.query.replace(trigger.query, "").strip()
+        assert pair.kind == "trigger" and pair.person == trigger.person
+        assert any(line == said and person != pair.person for person, line in lines), "another person's own line"
+    assert with_chatter(pairs, 2, seed=3) == more and with_chatter(pairs, 0, seed=3) == pairs
 
 
 def test_lives_benchmark_pools() -> None:

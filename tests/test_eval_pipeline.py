@@ -49,7 +49,7 @@ class TaskLLM(ScriptedLLM):
             return "1"
         if system == prompts.JUDGE_SYSTEM:
             first = user.split("Answer 1:", 1)[1].split("Answer 2:", 1)[0]
-            second = user.split("Answer 2:", 1)[1]
+            second = user.split("Answer 2:", 1)[1].rsplit("\n\nWhich answer", 1)[0]  # not the question after it
             pick = "1" if len(first.split()) >= len(second.split()) else "2"
             options.probe.probabilities = {pick: 0.7, "2" if pick == "1" else "1": 0.3}
             return f"better: {pick}"

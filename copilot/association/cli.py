@@ -82,6 +82,8 @@ def cli() -> None:
 @click.option("--members", default=None, type=int,
               help="LoRA: how many LoRAs to fit from their own initialisation and batch order; their mean ships.")
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
+@click.option("--chatter", default=0, show_default=True,
+              help="MLP kinds: copies of each trigger asked inside another training person's line.")
 @click.option("--lora-val-persons", default=None, type=int,
               help="LoRA: training persons held back to choose the step and w (default 40); 0: a refit on every "
                    "training person for --max-steps steps at the fixed --weight.")
@@ -98,7 +100,7 @@ def cli() -> None:
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
           lr: float | None, max_steps: int | None, loss: str | None, negatives: str | None, ema: float | None,
-          members: int | None, train_fraction: float, lora_val_persons: int | None, refit_of: str | None,
+          members: int | None, train_fraction: float, chatter: int, lora_val_persons: int | None, refit_of: str | None,
           locomo: str, extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
     refit = _refit_record(refit_of, kind) if refit_of else None
     _threads()
@@ -131,7 +133,7 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
         random.Random(2).shuffle(train_persons)
         keep = set(train_persons[:round(train_fraction * len(train_persons))]) | set(held_out)
         lives = [life for life in lives if life.person in keep]
-    config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold)
+    config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold, chatter=chatter)
     if epochs is not None:
         config.epochs = epochs
     config.fixed_weight = weight

@@ -51,6 +51,7 @@ class TrainConfig:
     weight_grid: tuple[float, ...] = WEIGHT_GRID
     fixed_weight: float | None = None  # skips the search when set
     train_weight: float = 0.0  # > 0: train through the combined query vector E(q) + w·E_θ(q) with this w
+    chatter: int = 0  # copies of each trigger asked inside another training person's message (see with_chatter)
 
 
 def seed_everything(seed: int, threads: int = 2) -> None:
@@ -141,6 +142,29 @@ class TrainingSet:
         return out
 
 
+def with_chatter(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
+    """``pairs`` and, for each trigger, ``copies`` more in which it is asked inside a message of everyday chatter: a
+    seeded trigger or direct question of another training person, before or after it. A later message in a real
+    chat carries its own chatter, and an adapter trained only on bare triggers gains nothing there (docs/
+    benchmarks.md, "Associative recall"). The chatter comes from the training persons' own lines, never from an
+    evaluation set."""
+    if copies <= 0:
+        return list(pairs)
+    rng = random.Random(seed)
+    lines = sorted({(p.person, p.query) for p in pairs})
+    out = list(pairs)
+    for pair in pairs:
+        if pair.kind != "trigger":
+            continue
+        for _ in range(copies):
+            person, said = rng.choice(lines)
+            while person == pair.person:
+                person, said = rng.choice(lines)
+            text = f"{said} {pair.query}" if rng.random() < 0.5 else f"{pair.query} {said}"
+            out.append(Pair(text, pair.statement, pair.person, "trigger"))
+    return out
+
+
 def fit(data: TrainingSet, config: TrainConfig, weight: float = 1.0) -> QueryAdapter:
     """Fit one adapter on ``data`` with InfoNCE; returns it as a read-time :class:`QueryAdapter`."""
     seed_everything(config.seed)
@@ -220,8 +244,8 @@ def train(lives: Sequence[Life], val_persons: Sequence[str], cache: EmbeddingCac
     train_lives = [life for life in lives if life.person not in held_out]
     val_lives = [life for life in lives if life.person in held_out]
     held_texts = [t for life in val_lives for t in (life.statement, life.direct_question, *life.triggers)]
-    cleaned = decontaminate(pairs_of(train_lives), [*held_texts, *evaluation_texts], cache,
-                            config.decontamination_threshold)
+    cleaned = decontaminate(with_chatter(pairs_of(train_lives), config.chatter, config.seed),
+                            [*held_texts, *evaluation_texts], cache, config.decontamination_threshold)
     encoded = time.perf_counter()
     if config.fixed_weight is None:
         weight, search = choose_weight(cleaned.kept, train_lives, cache, config)

@@ -31,7 +31,8 @@ from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
 from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
 from copilot.association.simulate import leaked_words, simulate_lives
-from copilot.association.training import TrainConfig, TrainingSet, build_net, fit, info_nce, with_chatter
+from copilot.association.training import (TrainConfig, TrainingSet, build_net, fit, info_nce, real_turn_weight,
+                                          train, with_chatter)
 from tests.scripted_llm import ScriptedLLM
 
 LIVES_DIR = DEFAULT_LIVES_DIR
@@ -358,6 +359,25 @@ def test_chatter_asks_each_trigger_inside_another_persons_line() -> None:
         assert pair.kind == "trigger" and pair.person == trigger.person
         assert any(line == said and person != pair.person for person, line in lines), "another person's own line"
     assert with_chatter(pairs, 2, seed=3) == more and with_chatter(pairs, 0, seed=3) == pairs
+
+
+def test_w_is_chosen_where_users_live_on_training_persons_only(cache: EmbeddingCache) -> None:
+    topics = ["my knee hurts after running", "I moved to a flat near the river", "my sister is getting married",
+              "I am learning to play the cello", "our cat is afraid of thunder", "I quit coffee last month"]
+    lives = [Life(f"p{n}", f"{topic} ({n})", "state", "later", (f"about {topic.split()[-1]}, any tips?",),
+                  f"What did I say about {topic.split()[-1]}?") for n in range(6) for topic in topics[n:n + 2]]
+    conversations = [["A: hi there", "B: long day at work", "A: want pizza tonight?"]]
+    config = TrainConfig(epochs=2, persons_per_batch=2, real_turn_persons=2, weight_grid=(0.5, 2.0))
+    weight, rows, held = real_turn_weight(pairs_of(lives), lives, cache, config, conversations)
+    assert len(held) == 2 and set(held) <= {life.person for life in lives}
+    assert [r["weight"] for r in rows] == [0.0, 0.5, 2.0] and weight in (0.0, 0.5, 2.0)
+    keys = ("trigger_r10_real_turns_chat", "direct_r1_real_turns", "direct_r1_alone")
+    assert all(0 <= r[key] <= 100 for r in rows for key in keys)
+    kept = [r for r in rows if all(r[key] >= rows[0][key] - config.max_direct_drop for key in keys[1:])]
+    assert weight == max(kept, key=lambda r: (r[keys[0]], -r["weight"]))["weight"], "the best w that keeps direct"
+    run = train(lives, ["p5"], cache, config, conversations=conversations)
+    assert "p5" not in run.adapter.config["real_turn_persons"], "test persons never choose w"
+    assert run.adapter.weight in (0.0, 0.5, 2.0) and run.adapter.config["real_turn_weight_search"]
 
 
 def test_lives_benchmark_pools() -> None:

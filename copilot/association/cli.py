@@ -84,6 +84,8 @@ def cli() -> None:
 @click.option("--train-fraction", default=1.0, show_default=True, help="Share of the training persons used.")
 @click.option("--chatter", default=0, show_default=True,
               help="MLP kinds: copies of each trigger asked inside another training person's line.")
+@click.option("--real-turn-persons", default=0, show_default=True,
+              help="MLP kinds: choose w on this many training persons hidden in the real conversations of --locomo.")
 @click.option("--lora-val-persons", default=None, type=int,
               help="LoRA: training persons held back to choose the step and w (default 40); 0: a refit on every "
                    "training person for --max-steps steps at the fixed --weight.")
@@ -100,7 +102,8 @@ def cli() -> None:
 def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | None, seed: int, kind: str,
           hidden: int, weight: float | None, rank: int | None, targets: str | None, layers: str | None,
           lr: float | None, max_steps: int | None, loss: str | None, negatives: str | None, ema: float | None,
-          members: int | None, train_fraction: float, chatter: int, lora_val_persons: int | None, refit_of: str | None,
+          members: int | None, train_fraction: float, chatter: int, real_turn_persons: int,
+          lora_val_persons: int | None, refit_of: str | None,
           locomo: str, extra: tuple[str, ...], threshold: float, cache_file: str | None) -> None:
     refit = _refit_record(refit_of, kind) if refit_of else None
     _threads()
@@ -112,9 +115,11 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
                                    "--split-seed.")
     evaluation_texts = [str(r["text"]) for path in extra for r in read_jsonl(path)]
     distractors: list[str] = []
+    conversations: list[list[str]] = []
     if locomo and Path(locomo).exists():
         memories, queries = locomo_benchmark(locomo)
         distractors = [m.text for m in memories]
+        conversations = [[m.text for m in memories if m.group == g] for g in dict.fromkeys(m.group for m in memories)]
         evaluation_texts += distractors + [q.text for q in queries]
     embedder, cache = _embedding_cache(cache_file)
     command = " ".join(["python -m copilot.association", *sys.argv[1:]])
@@ -133,11 +138,12 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
         random.Random(2).shuffle(train_persons)
         keep = set(train_persons[:round(train_fraction * len(train_persons))]) | set(held_out)
         lives = [life for life in lives if life.person in keep]
-    config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold, chatter=chatter)
+    config = TrainConfig(kind=kind, hidden=hidden, seed=seed, decontamination_threshold=threshold, chatter=chatter,
+                         real_turn_persons=real_turn_persons)
     if epochs is not None:
         config.epochs = epochs
     config.fixed_weight = weight
-    run = run_training(lives, held_out, cache, config, evaluation_texts)
+    run = run_training(lives, held_out, cache, config, evaluation_texts, conversations)
     cache.save()
     run.adapter.config["split_seed"] = split_seed
     run.adapter.config["command"] = command
@@ -147,6 +153,12 @@ def train(out: str, data: str, val_persons: int, split_seed: int, epochs: int | 
                f"(decontamination dropped {c['n_dropped_by_decontamination']})")
     for pair in run.info["dropped"][:3]:
         click.echo(f"  dropped ({pair['kind']}): {pair['query'][:90]!r}")
+    if c.get("real_turn_weight_search"):
+        click.echo(f"w search ({len(c['real_turn_persons'])} training persons in real conversations):")
+    for row in c.get("real_turn_weight_search", []):
+        click.echo(f"  w={row['weight']:<5} trigger R@10 asked after a chat turn "
+                   f"{row['trigger_r10_real_turns_chat']:.1f}  direct R@1 {row['direct_r1_real_turns']:.1f} among "
+                   f"real turns, {row['direct_r1_alone']:.1f} alone")
     if c["weight_search"]:
         click.echo("w search (5-fold cross-validation on training persons, pooled folds):")
     for row in c["weight_search"]:

@@ -35,7 +35,7 @@ from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.evidence import Compressed, SentenceVectors, compress
 from copilot.followups import FollowUp
-from copilot.limits import check_question
+from copilot.limits import admit_answer, check_question
 from copilot.llm import ChatModel, LLMError, Priority, Ticket, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
@@ -541,6 +541,7 @@ class Answerer:
                     if model is self.llm or first_word is not None:
                         raise
                     log.warning("%s failed; the instance's model answers instead: %s", model.name, exc)
+                    admit_answer(self.llm, self.settings)  # its line's limit holds for fallbacks too
                     model, fallback = self.llm, str(exc)
                 finally:
                     line.release(ticket)  # also when the caller stops listening while in line

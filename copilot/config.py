@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     )
     hf_base_url: str = Field("", description="Where Hugging Face Inference is reached: empty = Hugging Face's "
                              "router; or the URL of a dedicated Inference Endpoint (…/v1 is added).")
+    signed_in_base_url: str = Field(
+        "", description="Where signed-in visitors' requests go: empty = Hugging Face's router, billed to each visitor. "
+        "A URL of your own receives every visitor's token: set it only to a router you run and trust.")
     signed_in_model: str = Field(
         "Qwen/Qwen2.5-7B-Instruct",
         description="On a Space whose front matter asks for the inference-api scope: the Hugging Face Inference "
@@ -167,7 +170,8 @@ class Settings(BaseSettings):
         "plus a query-side adapter; no LLM call).",
     )
     association_adapter: str = Field("", description="Adapter for the association score: a LoRA directory or a "
-                                     "residual-MLP .npz file; empty = the shipped residual MLP (docs/benchmarks.md, \"Associative recall\").")
+                                     "residual-MLP .npz file; empty = the shipped residual MLP (docs/benchmarks.md, "
+                                     "\"Associative recall\").")
 
     users: Literal["auto", "single", "session", "hf"] = Field(
         "auto",

@@ -32,7 +32,7 @@ from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
 from copilot.association.simulate import leaked_words, simulate_lives
 from copilot.association.training import (TrainConfig, TrainingSet, build_net, fit, info_nce, real_turn_weight,
-                                          train, with_chatter)
+                                          train, with_chatter, without)
 from tests.scripted_llm import ScriptedLLM
 
 LIVES_DIR = DEFAULT_LIVES_DIR
@@ -328,7 +328,7 @@ def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation(
     for number, members in enumerate(groups.values()):
         turns = [m.text for m in members if m.id.startswith("turn/")]
         statements = [m for m in members if not m.id.startswith("turn/")]
-        assert turns == conversations[number % 2], "the whole conversation, the conversations in turn"
+        assert turns == [t.split(": ", 1)[1] for t in conversations[number % 2]], "the whole conversation, unnamed"
         assert 1 <= len(statements) <= 2 and len({m.id.split("/")[0] for m in statements}) == 1, "one person's"
     hidden = sorted(m.id for m in memories if not m.id.startswith("turn/"))
     assert hidden == sorted(f"{p}/{i}" for p in ("x", "y") for i in range(3)), "every statement once"
@@ -359,6 +359,10 @@ def test_chatter_asks_each_trigger_inside_another_persons_line() -> None:
         assert pair.kind == "trigger" and pair.person == trigger.person
         assert any(line == said and person != pair.person for person, line in lines), "another person's own line"
     assert with_chatter(pairs, 2, seed=3) == more and with_chatter(pairs, 0, seed=3) == pairs
+    assert all(p.chatter_of not in ("", p.person) for p in more[len(pairs):]), "whose line it carries"
+    assert not [p for p in without(more, {"y"}) if "y" in (p.person, p.chatter_of)], "nothing of y, as query or chatter"
+    alone = [p for p in pairs if p.person == "x"]
+    assert with_chatter(alone, 2, seed=3) == alone, "one person has no one else's line to borrow"
 
 
 def test_w_is_chosen_where_users_live_on_training_persons_only(cache: EmbeddingCache) -> None:

@@ -46,6 +46,7 @@ def _start(env: dict[str, str], url: str, log: Path) -> subprocess.Popen:
         _serving(url, app, log, "the app")
     except AssertionError:
         app.kill()
+        app.wait(30)
         raise
     return app
 

@@ -50,7 +50,7 @@ def signed_in(token: str | None = VISITOR_TOKEN, scope: str = "openid profile in
 
 
 def prepared(tmp_path: Path, server: ChatServer, model: str = "org/visitor-model") -> tuple[Copilot, object]:
-    copilot = make_copilot(tmp_path, RoutedLLM(), users="hf", hf_base_url=server.base_url.removesuffix("/v1"),
+    copilot = make_copilot(tmp_path, RoutedLLM(), users="hf", signed_in_base_url=server.base_url.removesuffix("/v1"),
                            signed_in_model=model, secret="s" * 64)
     add_paper(copilot, "2301.00001", "The Literature Graph", sections=[("Method", SENTENCE)])
     demo = build_app(copilot.settings, Services(copilot.settings, copilot), warm_up=False)
@@ -108,8 +108,17 @@ def test_a_remote_failure_falls_back_to_the_instance_model_with_a_notice(tmp_pat
     shown = ask(chat, guest_request(copilot), profile, token)
     assert len(server.requests) == 1 and server.requests[0]["auth"] == f"Bearer {VISITOR_TOKEN}"
     assert len(answer_calls(copilot)) == 1, "the instance's model answered"
-    assert "Answered by the embedded model: limited-model on Hugging Face Inference failed." in shown
-    assert len(notices) == 1 and "rate limiting your account" in notices[0] and "embedded model did" in notices[0]
+    assert "Answered by this site's own model: limited-model on Hugging Face Inference failed." in shown
+    assert len(notices) == 1 and "rate limiting your account" in notices[0] and "own model did" in notices[0]
+
+
+def test_a_visitors_token_never_goes_to_the_instances_own_inference_url() -> None:
+    from copilot.config import Settings
+    from copilot.llm.hf_inference import HFInferenceModel
+
+    settings = Settings(hf_base_url="http://127.0.0.1:9/v1", signed_in_model="org/m", llm_backend="local")
+    assert HFInferenceModel.for_visitor(settings, VISITOR_TOKEN)._client.model == "org/m", "Hugging Face's router"
+    assert HFInferenceModel.from_settings(settings)._client.model == "http://127.0.0.1:9/v1"
 
 
 def test_only_a_signed_in_visitor_with_the_inference_scope_lends_a_token() -> None:

@@ -28,17 +28,17 @@ the other 94 (930 statements, 2,789 triggers), ``report`` (2026-12-05):
 |---|---|---|---|
 | held-out statements alone | 19.4 | 24.2 | 29.6 |
 | among 300 distractor lines per person | 18.3 | 22.8 | 28.6 |
-| two statements hidden in a whole real conversation | 50.5 | 57.1 | 64.7 |
-| the same, each trigger asked after a real chat turn | 14.2 | **18.0** | 14.9 |
+| two statements hidden in a whole real conversation | 47.8 | 53.9 | 61.5 |
+| the same, each trigger asked after a real chat turn | 12.5 | **15.5** | 13.1 |
 
 The first three pools ask the simulator's own trigger lines, which the adapters were trained on; the LoRA wins
 there. A later message in a real chat carries its own chatter, and there (the last row, McNemar MLP against
-LoRA p 6e-7) the LoRA gains almost nothing while the MLP keeps +3.8 (p 4e-16), as on an outside benchmark of
-real conversations (MLP +4.1, LoRA -8.5). Direct questions (Recall@1) lose nothing: 86.2 plain and 88.9 with the
-MLP among real turns, 57.6 and 57.7 alone. The MLP also costs 0.2 ms a question against the LoRA's 7 ms.
-Two tries to raise the real-conversation figure were not kept: training with each trigger also asked inside
-another person's line (``train --chatter 1``: 16.8), and w chosen on training persons in real conversations
-(``train --real-turn-persons 40``: w 5, 20.2, but direct questions lost 3 points of Recall@1 on the test persons).
+LoRA p 5e-5) the LoRA gains almost nothing while the MLP keeps +3.0 (p 1e-13), as on an outside benchmark of
+real conversations (MLP +4.1, LoRA -8.5). Direct questions (Recall@1) lose nothing: 82.6 plain and 85.5 with the
+MLP among real turns, 57.6 and 57.7 alone. The MLP also costs 0.1 ms a question against the LoRA's 7 ms.
+Two tries to raise the real-conversation figure were not kept (docs/benchmarks.md): training with each trigger
+also asked inside another person's line (``train --chatter 1``), and w chosen on training persons in real
+conversations (``train --real-turn-persons 40``), which cost the test persons' direct questions 3 points.
 The report compares any two adapters on the same split (``report --adapter A --baseline B``), and
 ``crossval`` compares the two kinds over folds of persons.
 

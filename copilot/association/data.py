@@ -71,6 +71,7 @@ class Pair:
     statement: str
     person: str
     kind: str  # "trigger" or "direct"
+    chatter_of: str = ""  # the person whose line the query also carries (training.with_chatter), if any
 
 
 def parse_life(record: dict) -> Life:

@@ -88,7 +88,9 @@ def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str
             turns = conversations[groups % len(conversations)]
             others = conversations[(groups + 1) % len(conversations)]
             groups += 1
-            memories += [Memory(f"turn/{j}", text, group) for j, text in enumerate(turns)]
+            # What was said, without "Speaker: ": a user's memories carry no name, and a prefix only the turns had
+            # would tell them from the statements by its form.
+            memories += [Memory(f"turn/{j}", _utterance(text), group) for j, text in enumerate(turns)]
             for memory_id, life in statements[start:start + cues]:
                 memories.append(Memory(memory_id, life.statement, group))
                 if chatty:

@@ -149,10 +149,10 @@ def with_chatter(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
     chat carries its own chatter, and an adapter trained only on bare triggers gains nothing there (docs/
     benchmarks.md, "Associative recall"). The chatter comes from the training persons' own lines, never from an
     evaluation set."""
-    if copies <= 0:
+    lines = sorted({(p.person, p.query) for p in pairs})
+    if copies <= 0 or len({person for person, _ in lines}) < 2:
         return list(pairs)
     rng = random.Random(seed)
-    lines = sorted({(p.person, p.query) for p in pairs})
     out = list(pairs)
     for pair in pairs:
         if pair.kind != "trigger":
@@ -162,8 +162,13 @@ def with_chatter(pairs: Sequence[Pair], copies: int, seed: int) -> list[Pair]:
             while person == pair.person:
                 person, said = rng.choice(lines)
             text = f"{said} {pair.query}" if rng.random() < 0.5 else f"{pair.query} {said}"
-            out.append(Pair(text, pair.statement, pair.person, "trigger"))
+            out.append(Pair(text, pair.statement, pair.person, "trigger", chatter_of=person))
     return out
+
+
+def without(pairs: Sequence[Pair], held: set[str]) -> list[Pair]:
+    """The pairs that say nothing of the ``held`` persons: neither theirs nor carrying their line as chatter."""
+    return [p for p in pairs if p.person not in held and p.chatter_of not in held]
 
 
 def fit(data: TrainingSet, config: TrainConfig, weight: float = 1.0) -> QueryAdapter:
@@ -227,7 +232,7 @@ def choose_weight(pairs: Sequence[Pair], lives: Sequence[Life], cache: Embedding
     per_fold: list[list[dict]] = []
     for fold in folds:
         held = set(fold)
-        inner = fit(TrainingSet.from_pairs([p for p in pairs if p.person not in held], cache), config)
+        inner = fit(TrainingSet.from_pairs(without(pairs, held), cache), config)
         per_fold.append(fold_rows(inner, [life for life in lives if life.person in held], cache, config.weight_grid))
     rows = [{key: (row[key] if key == "weight" else round(float(np.mean([f[i][key] for f in per_fold])), 4))
              for key in row} for i, row in enumerate(per_fold[0])]
@@ -249,7 +254,7 @@ def real_turn_weight(pairs: Sequence[Pair], lives: Sequence[Life], cache: Embedd
     names = sorted({life.person for life in lives})
     random.Random(config.seed + 7).shuffle(names)
     held = set(names[:config.real_turn_persons])
-    inner = fit(TrainingSet.from_pairs([p for p in pairs if p.person not in held], cache), config)
+    inner = fit(TrainingSet.from_pairs(without(pairs, held), cache), config)
     mine = [life for life in lives if life.person in held]
     weights = list(dict.fromkeys([0.0, *config.weight_grid]))
     scorers = {f"w={w}": w for w in weights}

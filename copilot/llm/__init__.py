@@ -74,6 +74,7 @@ def get_llm(settings: Settings | None = None) -> ChatModel:
         settings.openai_base_url,
         settings.openai_api_key,
         settings.hf_token,
+        settings.hf_base_url,
         settings.llm_context_tokens,
     )
     with _cache_lock:

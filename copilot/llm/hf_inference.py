@@ -25,6 +25,7 @@ STATUS_MESSAGES = {
 VISITOR_MESSAGES = STATUS_MESSAGES | {
     401: "Hugging Face did not accept your sign-in for Inference; sign out and in again.",
     403: "Your Hugging Face account may not use '{model}' through Inference.",
+    404: "Model '{model}' is not served by Hugging Face Inference.",
     429: "Hugging Face Inference is rate limiting your account; retry later.",
 }
 
@@ -51,10 +52,11 @@ class HFInferenceModel(ChatModel):
 
     @classmethod
     def for_visitor(cls, settings: Settings, token: str) -> HFInferenceModel:
-        """``signed_in_model`` under a signed-in visitor's own OAuth token: one call at a time for that visitor,
-        beside (not behind) the embedded model's line."""
+        """``signed_in_model`` under a signed-in visitor's own OAuth token, through Hugging Face's router (or
+        ``signed_in_base_url``, never the instance's own ``hf_base_url``): a line of its own for this one question,
+        beside (not behind) the embedded model's."""
         model = cls(token=token, model=settings.signed_in_model, timeout_s=settings.llm_timeout_s,
-                    base_url=settings.hf_base_url)
+                    base_url=settings.signed_in_base_url)
         model._messages = VISITOR_MESSAGES
         return model
 

@@ -162,7 +162,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             raise
         assert result is not None
         if result.fallback:
-            gr.Warning(html.escape(f"The remote model did not answer ({result.fallback}); the embedded model did."))
+            gr.Warning(html.escape(f"The remote model did not answer ({result.fallback}); this site's own model did."))
         by = answered_by(result, remote)
         checked = result.to_markdown() + (f"\n\n{by}" if by else "")
         shown[-1] = {"role": "assistant", "content": _answer_markdown(checked, result.sources)}

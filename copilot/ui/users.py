@@ -72,7 +72,7 @@ def answered_by(result: AskResult, remote: ChatModel | None) -> str:
     if remote is None or not result.model:
         return ""
     if result.fallback:
-        return f"*Answered by the embedded model: {remote.name[3:]} on Hugging Face Inference failed.*"
+        return f"*Answered by this site's own model: {remote.name[3:]} on Hugging Face Inference failed.*"
     return f"*Answered by {remote.name[3:]} on Hugging Face Inference, with your account.*"
 
 

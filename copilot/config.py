@@ -202,6 +202,8 @@ class Settings(BaseSettings):
                                               "(a first question's title is cut there).")
     max_memories_per_user: int = Field(500, ge=1, description="Personal memories kept per user.")
     max_memory_chars: int = Field(500, ge=20, description="Longest personal memory, in characters.")
+    pages_per_minute: int = Field(30, ge=1, description="Cited passages rendered on their PDF page for one user per "
+                                  "minute (each render reads and draws a page), on an instance that serves several.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "
                                       "minute.")
     searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "

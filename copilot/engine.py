@@ -33,15 +33,15 @@ from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
-    LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_question, admit_search, arxiv_additions_left,
-    GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
+    LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_page, admit_question, admit_search,
+    arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
 from copilot.storage import Store
 from copilot.tasks import bibliography, writing
 from copilot.tasks.profile import (
-    language_for_prompt, profile_from_author, profile_from_text, save_answer_language, save_profile,
+    kept_as_written, language_for_prompt, profile_from_author, profile_from_text, save_answer_language, save_profile,
 )
 from copilot.tasks.refresh import (
     RefreshResult,
@@ -133,12 +133,15 @@ class Copilot(Answerer):
 
     def admit(self, user_id: str, action: str = "question", n: int = 1, *, address: str | None = None) -> None:
         """Count a request of ``user_id`` against its per-minute limit: a model request (``question``: a question,
-        a draft, ideas) or ``n`` arXiv requests (``search``). A guest's request from a known client ``address`` is
-        also counted against that address's allowance (``question``, ``memory``, ``upload``)."""
+        a draft, ideas), ``n`` arXiv requests (``search``) or a cited passage drawn on its page (``page``). A guest's
+        request from a known client ``address`` is also counted against that address's allowance (``question``,
+        ``memory``, ``upload``)."""
         if action == "search":
             admit_search(self.store, self.settings, user_id, n)
         elif action == "question":
             admit_question(self.store, self.settings, user_id)
+        elif action == "page":
+            admit_page(self.store, self.settings, user_id)
         if address is not None and is_guest(user_id):
             admit_address(self.store, self.settings, address, action, n)
 
@@ -659,9 +662,10 @@ class Copilot(Answerer):
         save_profile(self.store, user_id, text, "arxiv:" + name)
         return text
 
-    def persona_from_text(self, user_id: str, text: str) -> str:
-        """Build and save a persona from pasted text about the user's research."""
+    def persona_from_text(self, user_id: str, text: str) -> tuple[str, bool]:
+        """Build and save a persona from pasted text about the user's research; whether the text was kept as written
+        (short enough already) rather than summarised by the model."""
         with scheduling(user_id):
             persona = profile_from_text(self, text, user_id=user_id)
         save_profile(self.store, user_id, persona, "text")
-        return persona
+        return persona, kept_as_written(text)

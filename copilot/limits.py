@@ -72,6 +72,14 @@ def admit_question(store: Store, settings: Settings, user_id: str) -> None:
                             f"({settings.questions_per_minute}): wait a moment and ask again.")
 
 
+def admit_page(store: Store, settings: Settings, user_id: str) -> None:
+    """Count one passage rendered on its PDF page for ``user_id``, unless they had the most allowed this minute."""
+    used = store.usage.admit(user_id, "page", limit=settings.pages_per_minute, window_s=60)
+    if used is not None:
+        raise LimitExceeded(f"You opened {used} cited pages in the last minute, the most allowed "
+                            f"({settings.pages_per_minute}): wait a moment and open it again.")
+
+
 GUEST_PREFIX = "guest-"
 # action -> (setting of the address's allowance, window in seconds, what the allowance counts, the count it adds to)
 ADDRESS_ALLOWANCES = {

@@ -56,3 +56,15 @@ def test_the_command_line_refuses_an_unreadable_question_before_loading_models(t
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 1 and why in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert time.monotonic() - start < 15, "no model is loaded to refuse a question"
+
+
+def test_cited_pages_drawn_are_counted_per_user(tmp_path: Path) -> None:
+    from tests.library_support import make_copilot
+    from tests.scripted_llm import ScriptedLLM
+
+    copilot = make_copilot(tmp_path, ScriptedLLM(), pages_per_minute=2)
+    copilot.admit("guest-a", "page")
+    copilot.admit("guest-a", "page")
+    with pytest.raises(LimitExceeded, match="2 cited pages in the last minute"):
+        copilot.admit("guest-a", "page")
+    copilot.admit("guest-b", "page")  # another user keeps their own allowance

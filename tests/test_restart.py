@@ -123,7 +123,8 @@ def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path
             other = browser.new_context().new_page()  # another browser is another guest: it sees neither
             other.goto(url, wait_until="domcontentloaded")
             _tab(other, "Library")
-            other.wait_for_timeout(2000)
+            # The page's own sign that it has read this guest's library, and found it empty.
+            _wait_text(other, "#library-hint", "Start here", timeout=60_000)
             assert "SPECTER" not in other.locator("#papers-table").inner_text()
     except Exception as exc:
         raise AssertionError(f"{exc}\n--- the app's log ---\n{log.read_text(errors='replace')[-3000:]}") from exc

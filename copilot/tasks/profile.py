@@ -100,13 +100,19 @@ def _persona_call(copilot: Copilot, user: str) -> str:
     return _first_sentences(_clean(text), MAX_PERSONA_CHARS)
 
 
+def kept_as_written(text: str) -> bool:
+    """Whether :func:`profile_from_text` keeps ``text`` as it is (short enough to be a persona already)."""
+    text = _clean(text)
+    return len(text.split()) <= SHORT_TEXT_WORDS and len(text) <= MAX_PERSONA_CHARS
+
+
 def profile_from_text(copilot: Copilot, text: str, *, user_id: str) -> str:
     """A short research persona from pasted text (a bio, a homepage): kept as is when already short, else
     summarised by one LLM call. Not saved: the caller shows it and saves it with :func:`save_profile`."""
     text = _clean(text)
     if not text:
         raise UserError("Paste some text about your research first.")
-    if len(text.split()) <= SHORT_TEXT_WORDS and len(text) <= MAX_PERSONA_CHARS:
+    if kept_as_written(text):
         return text
     budget = copilot.settings.context_budget_tokens
     shown = truncate_tokens(text, budget, copilot.llm.count_tokens)

@@ -114,6 +114,7 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
             return None, thought_markdown(n, ctx.copilot.thought(item_id, user_id))
         if kind != "chunk":
             return None, NO_PAGE
+        ctx.admit(user_id, "page")  # each render reads and draws a PDF page
         passage = ctx.copilot.source_page(user_id, item_id)
         return Image.open(io.BytesIO(passage.png)), passage_markdown(n, passage)
 
@@ -130,6 +131,11 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
             raise gr.Error(PICK_FIRST)
         return shown(int(n), kind, item_id, user_id)
 
+    def from_ref(ref: str | None, user_id: str) -> tuple[Any, str] | None:  # noqa: ANN401 - an image
+        """The source a link's reference names ("3-chunk-120"), shown; None when it names none."""
+        found = _REF.match((ref or "").strip())
+        return shown(int(found.group(1)), found.group(2), int(found.group(3)), user_id) if found else None
+
     @act
     def source_page(n: float | None, table: Any, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - Dataframe
         """Source ``n`` of the last answer on its PDF page, highlighted, with its section and page."""
@@ -138,10 +144,10 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
     @act
     def cited(ref: str, user_id: str) -> tuple[Any, str]:  # noqa: ANN401 - an image
         """The source an ``[n]`` link names ("3-chunk-120"), as :func:`source_page` shows it."""
-        found = _REF.match((ref or "").strip())
-        if not found:
+        view = from_ref(ref, user_id)
+        if view is None:
             raise gr.Error(PICK_FIRST)
-        return shown(int(found.group(1)), found.group(2), int(found.group(3)), user_id)
+        return view
 
     @act
     def picked(table: Any, evt: gr.SelectData, user_id: str) -> tuple[Any, str, int]:  # noqa: ANN401
@@ -157,10 +163,7 @@ def build(ctx: AppContext, retrieved: gr.Dataframe) -> dict[str, Any]:
         last = next((m for m in reversed(history or []) if isinstance(m, dict) and m.get("role") == "assistant"),
                     None)
         content = last.get("content") if last else ""
-        found = _REF.match(first_quoted(content if isinstance(content, str) else "") or "")
-        if not found:
-            return None, PICK_FIRST
-        return shown(int(found.group(1)), found.group(2), int(found.group(3)), user_id)
+        return from_ref(first_quoted(content if isinstance(content, str) else ""), user_id) or (None, PICK_FIRST)
 
     show.click(source_page, [number, retrieved], [image, text], api_name="source_page")
     number.submit(source_page, [number, retrieved], [image, text], api_visibility="private")

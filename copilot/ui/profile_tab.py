@@ -77,9 +77,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         if not (text or "").strip():
             raise gr.Error("Paste some text about your research first.")
         ctx.admit(user_id)
-        persona = ctx.copilot.persona_from_text(user_id, text)
-        how = ("kept as you wrote it" if " ".join(persona.split()) == " ".join(text.split())
-               else "summarised from your text by the model")
+        persona, as_written = ctx.copilot.persona_from_text(user_id, text)
+        how = "kept as you wrote it" if as_written else "summarised from your text by the model"
         return persona, f"Persona {how} and saved: edit it below if you like."
 
     @act

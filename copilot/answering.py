@@ -69,6 +69,7 @@ class AskResult:
     draft: str = ""  # the model's own text when the answer was declined ("" when the model was not asked)
     model: str = ""  # the model that wrote the answer ("" when none was asked)
     fallback: str = ""  # why the model asked for failed and the instance's own model answered instead
+    rechecks: int = 0  # the answers the model wrote again to recheck this one (COPILOT_RECHECK_SAMPLES)
 
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
@@ -88,7 +89,8 @@ class AskResult:
                          "label": s.label}
                         for n, s in enumerate(self.sources, start=1)],
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
-            "llm_calls": 1 + (self.thought.llm_calls if self.thought else 0),  # the answer, then the thought
+            # the answer, its rechecks, then the thought
+            "llm_calls": 1 + self.rechecks + (self.thought.llm_calls if self.thought else 0),
             "timings": self.timings,
             **checked,
         }
@@ -171,6 +173,22 @@ def unaddressed(question: str, answer: str, quotes: list[str], subjects: list[st
     return sorted(n for n in asked if _squash(n) and _squash(n) not in said and _squash(n) not in subject)
 
 
+# A question that asks for a count, an amount or a score ("How many …", "What F1 does … reach", "What percentage of
+# …", "What does X score on …"): its answer must state one.
+_QUANTITY_NOUNS = (r"(?:percentage|percent|fraction|proportion|share|number|amount|count|ratio|size|rate|score|f1|"
+                   r"accuracy|precision|recall|auc|bleu|rouge|ndcg|map|perplexity|value|average|mean|median|total)s?")
+_ASKS_QUANTITY = re.compile(
+    r"\bhow\s+(?:many|much|often)\b"
+    r"|\bwhat(?:'s|’s)?\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?" + _QUANTITY_NOUNS
+    + r"\s+(?:of|on|for|in|at|does|did|do|is|was|are|were|has|have|had|can|could|would|will)\b"
+    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+score\b", re.IGNORECASE)
+
+
+def asks_for_quantity(question: str) -> bool:
+    """Does ``question`` ask for a count, an amount or a score (see :data:`_ASKS_QUANTITY`)?"""
+    return _ASKS_QUANTITY.search(question) is not None
+
+
 def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, threshold: float,
                    question: str = "", subjects: list[str] = ()) -> str:
     """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
@@ -181,12 +199,15 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
         return "the model found no answer in the sources"
     if checked is None:
         return ""
-    if not any(s.supported(threshold) for s in checked.sentences):
+    if not any(s.sourced(threshold) for s in checked.sentences):
         return "no sentence of the answer is supported by the sources"
-    quotes = [s.quote for s in checked.sentences if s.supported(threshold)]
+    quotes = [s.quote for s in checked.sentences if s.sourced(threshold)]
     missing = unaddressed(question, answer, quotes, subjects) if question else []
     if missing:
         return f"the answer found does not address {', '.join(missing)}"
+    supported = [s.sentence for s in checked.sentences if s.sourced(threshold)]
+    if question and asks_for_quantity(question) and not any(grounding.states_quantity(s) for s in supported):
+        return "the question asks for a number, and no supported sentence of the answer states one"
     return ""
 
 
@@ -250,6 +271,29 @@ def trim_repetition(text: str) -> str | None:
         cut = text.rfind(complete[-1])
         return text[:cut].strip()
     return None
+
+
+RECHECK_TEMPERATURE = 0.7  # a recheck samples: what the model read it repeats, what it guessed it changes
+
+
+def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, samples: int, max_tokens: int,
+             user: str) -> list[str]:
+    """The answer written ``samples`` times more from the same ``messages`` (sampled, as an answer of ``user``;
+    each no longer than the answer needs, about 1.5 times its length): what :func:`copilot.grounding.check` reads
+    to find the facts the model does not repeat. Empty when off, when the answer is a refusal, or when the model
+    fails (the answer stands unrechecked). The caller asks only for answers that state a checkable fact."""
+    if samples <= 0 or not answer or REFUSAL.search(answer):
+        return []
+    cap = min(max_tokens, int(1.5 * llm.count_tokens(answer)) + 16)
+    out = []
+    try:
+        for _ in range(samples):
+            out.append(llm.chat(messages, max_tokens=cap, temperature=RECHECK_TEMPERATURE, user=user,
+                                priority=Priority.ANSWER))
+    except LLMError as exc:
+        log.warning("the recheck of an answer failed: %s", exc)
+        return []
+    return out
 
 
 def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
@@ -551,14 +595,20 @@ class Answerer:
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
         capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
+        again = [] if unbearing or not grounding.has_facts(answer, question) else rechecks(
+            model, messages, answer, samples=self.settings.recheck_samples,
+            max_tokens=self.settings.max_answer_tokens, user=user_id)
+        t_recheck = time.perf_counter()
+        timings["recheck_ms"] = round(1000 * (t_recheck - t2), 1)
         try:
             checked: Grounding | None = grounding.check(answer, items, self.embedder,
                                                         self.settings.grounding_threshold, capped=capped,
-                                                        heads=source_heads(items), question=question)
+                                                        heads=source_heads(items), question=question,
+                                                        resamples=again)
         except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
             log.exception("the grounding check of an answer failed")
             checked = None
-        timings["grounding_ms"] = round(1000 * (time.perf_counter() - t2), 1)
+        timings["grounding_ms"] = round(1000 * (time.perf_counter() - t_recheck), 1)
         draft = answer
         reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
                                 [i.paper_title or "" for i in items])
@@ -570,7 +620,7 @@ class Answerer:
                            decline_reason=reason, draft=draft if reason else "",
                            evidence=[] if reason else supporting_quotes(checked, items, self.settings),
                            nearest=nearest_quotes(found, checked) if reason else [],
-                           model="" if unbearing else model.name, fallback=fallback)
+                           model="" if unbearing else model.name, fallback=fallback, rechecks=len(again))
         grounded = checked is not None and (checked.grounded or not self.settings.thought_needs_grounding)
         if not reason and write_thought and grounded:
             self._results[query_id] = (result, t2)

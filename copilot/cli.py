@@ -196,8 +196,8 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
         weak = result.grounding.unsupported
         echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
         for sentence in weak:
-            missing = f"; not in the sources: {', '.join(sentence.missing)}" if sentence.missing else ""
-            echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{missing})")
+            flaws = f"; {sentence.flaws()}" if sentence.flaws() else ""
+            echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{flaws})")
     if result.evidence:
         echo("evidence:")
         for quote in result.evidence:

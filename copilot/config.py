@@ -130,6 +130,9 @@ class Settings(BaseSettings):
     grounding_threshold: float = Field(GROUNDING_THRESHOLD, ge=0.0, le=1.0, description="Support score an answer "
                                        "sentence needs to count as supported by its sources; an answer is grounded "
                                        "when every sentence reaches it.")
+    recheck_samples: int = Field(2, ge=0, le=5, description="After an answer, the model writes it this many times "
+                                 "more (sampled, same sources); a sentence whose numbers and names none of them "
+                                 "states again is marked unsupported. 0 = off.")
     thought_needs_grounding: bool = Field(True, description="Write a thought only from a grounded answer; an "
                                           "ungrounded one is dropped before the thought's LLM call.")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "

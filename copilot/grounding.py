@@ -11,7 +11,9 @@ A score alone lets a fluent sentence that reuses a passage's words but changes i
 minutes and costs $2", stated nowhere). So each sentence's checkable facts (:func:`facts`: every number with its
 unit's scale, every name, acronym and mixed-case term, every acronym expansion and quoted term) must also be found
 in the sources sent with it (:func:`missing_facts`); a sentence with a missing fact is unsupported whatever its
-score. The answer is grounded when every sentence reaches the threshold (``COPILOT_GROUNDING_THRESHOLD``,
+score. Only a paper's own text confirms a fact, never an earlier finding (a thought) sent beside it. And when the
+model wrote the answer again from the same sources (``resamples``), a sentence whose facts none of those answers
+states again is unsupported too (:func:`unstable_facts`). The answer is grounded when every sentence reaches the threshold (``COPILOT_GROUNDING_THRESHOLD``,
 calibrated by the same command) and states no missing fact.
 """
 
@@ -311,6 +313,24 @@ class SourceFacts:
         return self.holds_phrase(str(confirm))
 
 
+# A number that labels a part of a paper or of the prompt ("Table 2", "Section 3", "RQ3", "[1]") counts nothing.
+_LABEL_BEFORE = re.compile(r"(?:\b(?:tables?|figures?|figs?|sections?|sec|appendix|eqs?|equations?|chapters?|pages?|pp?"
+                           r"|rq|step|stage|version|v)\.?\s*|\[|\brq)$", re.IGNORECASE)
+# Words that state a count or an amount without digits ("none of them", "a single GPU", "all of the papers").
+_COUNT_WORDS = re.compile(r"\b(?:none|zero|single|one|once|twice|half|dozens?|hundreds|thousands|millions|billions)\b",
+                          re.IGNORECASE)
+
+
+def states_quantity(sentence: str) -> bool:
+    """Does ``sentence`` state a count, an amount or a score: a number that labels nothing ("Table 2" and "[1]" do
+    not count), a number word or a count word ("none", "a single", "hundreds")?"""
+    text = strip_citations(sentence)
+    for match, _, _ in _digits(text):
+        if not _LABEL_BEFORE.search(text[max(0, match.start() - 12):match.start()]):
+            return True
+    return bool(_NUMBER_WORD.search(text) or _COUNT_WORDS.search(text))
+
+
 def missing_facts(sentence: str, sources: SourceFacts, given: SourceFacts | None = None) -> list[str]:
     """The facts of ``sentence`` (citation markers stripped) that no source states, as written in the sentence.
     ``given``: what the question says, whose names, expansions and quoted terms (never its numbers) may be repeated
@@ -416,13 +436,41 @@ def support_score(cosine: float | np.ndarray, coverage: float | np.ndarray, *,
     return 1.0 / (1.0 + np.exp(-(a * np.asarray(cosine) + b * np.asarray(coverage) + c)))
 
 
+def unstable_facts(sentence: str, resamples: Sequence[str], given: SourceFacts | None = None) -> list[str]:
+    """The facts of ``sentence`` (citation markers stripped; those ``given`` by the question left out, as in
+    :func:`missing_facts`) that the answers the model wrote again (``resamples``) do not state, as written: none
+    when one resample states them all, else those the closest resample leaves out. A model that read a fact in its
+    sources states it again; a number or name it guessed changes from one sampling to the next (SelfCheckGPT's
+    observation), so a fact no resample repeats is in doubt."""
+    own = [(kind, raw, confirm) for kind, raw, confirm in facts(sentence)
+           if not (given is not None and kind != "number" and given.holds(kind, confirm))]
+    if not own or not resamples:
+        return []
+    best: list[str] | None = None
+    for text in resamples:
+        stated = SourceFacts([strip_citations(text)])
+        left = [raw for kind, raw, confirm in own if not stated.holds(kind, confirm)]
+        if best is None or len(left) < len(best):
+            best = left
+    return best or []
+
+
+def has_facts(answer: str, question: str = "") -> bool:
+    """Does ``answer`` state a checkable fact (see :func:`facts`) beyond the names ``question`` gives?"""
+    given = SourceFacts([question])
+    return any(kind == "number" or not given.holds(kind, confirm)
+               for sentence in split_sentences(answer) for kind, _, confirm in facts(strip_citations(sentence)))
+
+
 def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float, *,
-          capped: bool = False, heads: Sequence[str] = (), question: str = "") -> Grounding:
+          capped: bool = False, heads: Sequence[str] = (), question: str = "",
+          resamples: Sequence[str] = ()) -> Grounding:
     """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order.
     ``capped``: the answer stopped at its token cap, so an unfinished last sentence is a fragment, not checked.
     ``heads``: what the model read of each source beside its text (paper titles, sections), which states facts as a
     source does; ``question``: what it says (its names, expansions and quoted terms, but not its numbers) may be
-    repeated without a source stating it."""
+    repeated without a source stating it; ``resamples``: the answer written again by the model from the same
+    sources (see :func:`unstable_facts`)."""
     spans = [(s, e) for s, e in sentence_spans(answer) if strip_citations(answer[s:e])]
     if capped and len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
         spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
@@ -430,17 +478,20 @@ def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, thres
     texts = [without_instructions(item.text) for item in items]  # an instruction in a source supports nothing
     found = evidence(sentences, texts, embedder)
     supports = support_score(found.cosine, found.coverage) if items else np.zeros((len(spans), 0))
-    stated = SourceFacts(texts + list(heads))
+    # A fact is confirmed by a paper's own text only: an earlier finding (a thought) may have put a right number in
+    # the wrong place, and vouching for it would spread the error to every answer that retrieves it.
+    stated = SourceFacts([t for t, item in zip(texts, items, strict=True) if item.kind != "thought"] + list(heads))
     given = SourceFacts([question])
     out = []
     for i, (start, end) in enumerate(spans):
         missing = tuple(missing_facts(sentences[i], stated, given))
+        unstable = tuple(f for f in unstable_facts(sentences[i], resamples, given) if f not in missing)
         if supports.shape[1] == 0 or not any(texts):
-            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing))
+            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing, unstable))
             continue
         j = int(np.argmax(supports[i]))
         out.append(SentenceSupport(answer[start:end], round(float(supports[i, j]), 3), j + 1, found.quotes[i][j],
-                                   start, end, missing))
+                                   start, end, missing, unstable))
     grounded = bool(out) and all(s.supported(threshold) for s in out)
     return Grounding(out, grounded, threshold)
 
@@ -448,8 +499,9 @@ def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, thres
 def markdown(answer: str, grounding: Grounding, where: Sequence[str] = ()) -> str:
     """The answer as the chat shows it: unsupported sentences marked (⚠️) where they stand, then each sentence's
     supporting quote (``where[n - 1]``: source n's paper, section and page, when given), an unsupported sentence's
-    with the facts no source states; an answer none of whose sentences is supported says so plainly first, then
-    shows the closest passages."""
+    with the facts no source states or the model did not say again; an answer none of whose sentences is supported
+    says so plainly first, then shows the closest passages (or, when the sources state it but the model did not say
+    it again, that it reads as a guess, then its quotes)."""
     if not grounding.sentences:
         return answer
     weak = [not s.supported(grounding.threshold) for s in grounding.sentences]
@@ -462,18 +514,23 @@ def markdown(answer: str, grounding: Grounding, where: Sequence[str] = ()) -> st
     def place(n: int | None) -> str:
         return f" — {where[n - 1]}" if n and 0 < n <= len(where) else ""
 
-    if all(weak):
+    # The sources state what it says, but the model did not say it again when it answered again: a guess.
+    guess = all(weak) and any(s.sourced(grounding.threshold) for s in grounding.sentences)
+    if all(weak) and not guess:
         passages = sorted({(s.source_n or 0, s.quote) for s in grounding.sentences if s.quote})
         listing = "\n".join(f"- [{n}] {_quote(q)}{place(n)}" for n, q in passages)
         return ("**The sources do not support this answer.** Read it as unchecked.\n\n" + body
                 + ("\n\n**Closest passages**\n" + listing if listing else ""))
-    note = (f"\n\n⚠️ {sum(weak)} of {len(weak)} sentences are not supported by the sources." if any(weak) else "")
+    head = ("**The model did not give this answer again when it answered again.** Read it as a guess and check "
+            "the quotes.\n\n" if guess else "")
+    note = (f"\n\n⚠️ {sum(weak)} of {len(weak)} sentences are not supported by the sources."
+            if any(weak) and not guess else "")
     numbered = enumerate(zip(grounding.sentences, weak, strict=True), start=1)
     listing = "\n".join(
         f"{k}. {'⚠️ ' if unsupported else ''}[{s.source_n}] {_quote(s.quote)} (support {s.support:.2f})"
-        f"{place(s.source_n)}" + (f"; not in the sources: {', '.join(s.missing)}" if s.missing else "")
+        f"{place(s.source_n)}" + (f"; {s.flaws()}" if s.flaws() else "")
         for k, (s, unsupported) in numbered if s.quote)
-    return body + note + ("\n\n**Supporting quotes**\n" + listing if listing else "")
+    return head + body + note + ("\n\n**Supporting quotes**\n" + listing if listing else "")
 
 
 def quoted(text: str, limit: int = 300) -> str:

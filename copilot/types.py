@@ -80,13 +80,28 @@ class SentenceSupport:
     # The sentence's checkable facts (numbers, names, acronym expansions, quoted terms) that no source sent holds:
     # a sentence with any is unsupported, whatever its score.
     missing: tuple[str, ...] = ()
+    # Its facts that the model, writing the answer again from the same sources, never stated again (a guess it
+    # does not repeat): a sentence with any is unsupported too.
+    unstable: tuple[str, ...] = ()
 
     def supported(self, threshold: float) -> bool:
+        return self.sourced(threshold) and not self.unstable
+
+    def sourced(self, threshold: float) -> bool:
+        """Its sources support it and state every fact in it, whether or not the model said them again: such a
+        sentence is an answer, shown (marked ⚠️ when unstable), not declined."""
         return self.support >= threshold and not self.missing
+
+    def flaws(self) -> str:
+        """Its facts in doubt, in words ("" when none): those no source states, then those the model did not say
+        again."""
+        parts = ([f"not in the sources: {', '.join(self.missing)}"] if self.missing else []) + (
+            [f"not said again when the model answered again: {', '.join(self.unstable)}"] if self.unstable else [])
+        return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
         return {"sentence": self.sentence, "support": self.support, "source_n": self.source_n, "quote": self.quote,
-                "missing": list(self.missing)}
+                "missing": list(self.missing), "unstable": list(self.unstable)}
 
 
 @dataclass(frozen=True)

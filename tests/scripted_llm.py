@@ -18,16 +18,22 @@ def thought_reply(thought: str, answered: str = "yes") -> str:
 
 class ScriptedLLM(ChatModel):
     """Answers calls in order from ``replies``; thought calls (recognised by their few-shot prompt) from
-    ``thoughts``, each a (reply text, probability of "yes" or None) pair."""
+    ``thoughts``, each a (reply text, probability of "yes" or None) pair. A recheck (an answer written again at
+    :data:`copilot.answering.RECHECK_TEMPERATURE`) gets the next of ``rechecks`` when given, else the last answer
+    again, as a model that read its answer in the sources would; rechecks (the last call's messages again, at that
+    temperature) are listed in ``rechecked``, not in ``calls``."""
 
     name = "scripted"
 
-    def __init__(self, answers: list[Reply] | None = None, thoughts: list[tuple[str, float | None]] | None = None
-                 ) -> None:
+    def __init__(self, answers: list[Reply] | None = None, thoughts: list[tuple[str, float | None]] | None = None,
+                 rechecks: list[str] | None = None) -> None:
         super().__init__()
         self.answers = list(answers or [])
         self.thoughts = list(thoughts or [])
+        self.rechecks = list(rechecks or [])
         self.calls: list[list[Message]] = []
+        self.rechecked: list[list[Message]] = []
+        self.last_answer = ""
         self.gate: threading.Event | None = None  # when set, thought calls wait for it
         # Thoughts start as soon as the model is free (the product waits 1 s after an answer; its own tests
         # are in test_scheduler.py), so tests need not wait for them.
@@ -37,6 +43,15 @@ class ScriptedLLM(ChatModel):
         return len(text.split())
 
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        from copilot.answering import RECHECK_TEMPERATURE
+
+        if options.probe is None and options.temperature == RECHECK_TEMPERATURE and self.calls \
+                and messages == self.calls[-1]:
+            self.rechecked.append(messages)
+            reply = self.rechecks.pop(0) if self.rechecks else self.last_answer
+            for word in reply.split(" "):
+                yield word + " "
+            return
         self.calls.append(messages)
         if options.probe is not None:
             if self.gate is not None:
@@ -47,5 +62,6 @@ class ScriptedLLM(ChatModel):
         else:
             reply = self.answers.pop(0) if self.answers else "The sources do not say."
             reply = reply(messages) if callable(reply) else reply
+            self.last_answer = reply
         for word in reply.split(" "):
             yield word + " "

@@ -67,7 +67,8 @@ def test_invented_term_is_unsupported_and_a_faithful_answer_is_grounded(embedder
     assert faithful.sentences[1].quote.startswith("Post-hoc explanation methods such as LIME and SHAP")
     assert all(s.support > invented.sentences[0].support for s in faithful.sentences)
     assert faithful.as_dict() == {"grounding": [
-        {"sentence": s.sentence, "support": s.support, "source_n": s.source_n, "quote": s.quote, "missing": []}
+        {"sentence": s.sentence, "support": s.support, "source_n": s.source_n, "quote": s.quote, "missing": [],
+         "unstable": []}
         for s in faithful.sentences], "grounded": True}
     assert faithful.as_dict()["grounding"][0]["sentence"] == "XAI stands for Explainable Artificial Intelligence [1]."
 
@@ -142,3 +143,24 @@ def test_markdown_of_a_grounded_answer_marks_nothing() -> None:
     answer = "XAI means explainable AI [1]."
     view = grounding.markdown(answer, _grounding(answer, [(answer, 0.9, "XAI is explainable")]))
     assert "⚠️" not in view and view.startswith(answer) and "Supporting quotes" in view
+
+
+def test_an_earlier_finding_never_confirms_a_fact(embedder: Embedder) -> None:
+    """A thought that put a paper's number in the wrong place ("92.0 on titles") does not vouch for it again."""
+    paper = items(["I-VILA reaches a macro-averaged F1 score of 92.7 on the full S2-VL evaluation."])
+    thought = [RetrievedItem("thought", 3, "I-VILA gets an F1 score of 92.0 on titles.", 0.9)]
+    answer = "I-VILA gets an F1 score of 92.0 on titles [2]."
+    alone = grounding.check(answer, paper + thought, embedder, GROUNDING_THRESHOLD)
+    assert not alone.grounded and "92.0" in alone.sentences[0].missing
+    stated = grounding.check("I-VILA reaches an F1 score of 92.7 on the full S2-VL evaluation [1].", paper + thought,
+                             embedder, GROUNDING_THRESHOLD)
+    assert stated.grounded, stated
+
+
+def test_a_quantity_is_stated_by_a_number_that_labels_nothing() -> None:
+    assert grounding.states_quantity("GROBID chains twelve sequence labelling models.")
+    assert grounding.states_quantity("It reaches 85.5 F1 [2].")
+    assert grounding.states_quantity("None of the surveyed papers did.")
+    assert not grounding.states_quantity("The score is given in Table 2 [1].")
+    assert not grounding.states_quantity("[3] RQ3: Is it useful to align summary units?")
+    assert not grounding.states_quantity("Removing the abstract causes a substantial decrease in performance.")

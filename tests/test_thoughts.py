@@ -138,7 +138,8 @@ def test_engine_drops_the_thought_of_an_ungrounded_answer(store: Store, embedder
     assert copilot.flush(timeout=30)
     assert result.thought.outcome == "dropped" and result.thought.reason.startswith("declined: no sentence")
     assert result.declined and result.draft == INVENTED
-    assert len(llm.calls) == 1 and result.as_dict()["llm_calls"] == 1 and llm.thoughts
+    assert len(llm.calls) == 1 and llm.thoughts, "no thought call"
+    assert len(llm.rechecked) == 2 and result.as_dict()["llm_calls"] == 3, "the answer and its two rechecks"
     record = get_row(store, "queries", result.query_id)
     assert record["thought_outcome"] == "dropped" and record["thought_reason"].startswith("declined")
     assert count_rows(store, "thoughts") == 0
@@ -249,9 +250,11 @@ def test_merging_into_its_own_source_adds_no_depth(store: Store, embedder: Embed
     mem, _ = memory(store, embedder, [(reply(first), 0.6), (reply(second), 0.9)])
     a = mem.write(user_id="ada", question="q", answer="S2ORC is a corpus of academic papers in English [1].",
                   items=chunk_items(store)[:1])
+    # The paper's passage comes too: an earlier finding alone never confirms a name such as S2ORC.
     again = mem.write(user_id="ada", question="q",
                       answer="Researchers can mine the full text of papers with S2ORC [1].",
-                      items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6)])
+                      items=[RetrievedItem("thought", a.thought_id, first, 0.9, depth=1, confidence=0.6),
+                             chunk_items(store)[0]])
     assert again.outcome == "merged" and again.depth == 1
     assert mem.get(a.thought_id).sources == [ThoughtSource("chunk", chunk_items(store)[0].id)]
 
@@ -282,7 +285,7 @@ def test_warm_up_asks_simulated_questions(store: Store, embedder: Embedder) -> N
     assert report.questions == ["What corpus does S2ORC provide?", "How many papers are in it?",
                                 "What does the paragraph say about SPECTER?"]
     assert report.outcomes == ["added", "dropped", "added"]
-    assert report.llm_calls == 2 + 3 * 2
+    assert report.llm_calls == 2 + 3 * 2 + 2, "question writing, answers and thoughts, the number's two rechecks"
     assert count_rows(store, "thoughts") == 2
 
 

@@ -397,3 +397,64 @@ def test_an_order_to_the_model_reads_as_an_instruction(sentence: str) -> None:
 def test_a_statement_about_instructions_is_not_one(sentence: str) -> None:
     assert not grounding.instruction_like(sentence)
     assert grounding.without_instructions(f"A first sentence. {sentence} A last one.").count(".") >= 3
+
+
+def test_a_question_for_a_number_answered_without_one_is_declined(store: Store, embedder: Embedder) -> None:
+    from copilot.answering import asks_for_quantity
+
+    assert asks_for_quantity("How many XAI methods exist?") and asks_for_quantity("What F1 does SciBERT reach on X?")
+    assert asks_for_quantity("What does SciBERT score on the SciERC NER task?")
+    assert not asks_for_quantity("What does nDCG stand for?") and not asks_for_quantity("Which tool did they use?")
+    llm = ScriptedLLM(answers=["Several XAI methods exist for deep learning models [1].",
+                               "Explainable artificial intelligence (XAI) addresses the lack of interpretability [1]."])
+    copilot = Copilot(settings(), store, embedder, llm)
+    vague = copilot.ask("How many XAI methods exist for deep learning?", user_id="ada", paper_ids=["xai"])
+    assert vague.declined and "number" in vague.decline_reason, vague.decline_reason
+    assert vague.draft.startswith("Several XAI methods")
+    plain = copilot.ask("What is XAI about?", user_id="ada", paper_ids=["xai"])
+    assert not plain.declined, plain.decline_reason
+
+
+def test_a_fact_the_model_does_not_repeat_when_asked_again_is_unsupported(store: Store, embedder: Embedder) -> None:
+    """The benchmark's 12 datasets are in the sources; a model that says "12" once and "37" and "4" when it writes
+    the answer again guessed it: the answer is shown as a guess, marked, and makes no thought. One that repeats it
+    is a grounded answer, its rechecks counted."""
+    question = "How many datasets does the benchmark contain?"
+    guessed = ScriptedLLM(answers=["The benchmark contains 12 datasets [1]."],
+                          rechecks=["The benchmark contains 37 datasets [1].", "It has 4 datasets [2]."])
+    copilot = Copilot(settings(), store, embedder, guessed)
+    result = copilot.ask(question, user_id="ada", paper_ids=["xai"])
+    assert len(guessed.rechecked) == 2 and guessed.rechecked[0] == guessed.calls[0], "the same sources, again"
+    assert not result.declined and not result.grounding.grounded, "shown, as a guess"
+    assert result.grounding.sentences[0].unstable == ("12",) and result.evidence == []
+    view = result.to_markdown()
+    assert view.startswith("**The model did not give this answer again") and "not said again" in view, view
+    assert result.thought.outcome == "dropped"
+    held = ScriptedLLM(answers=["The benchmark contains 12 datasets [1]."],
+                       rechecks=["There are 37 datasets.", "According to [1], it contains 12 datasets."])
+    copilot = Copilot(settings(), store, embedder, held)
+    result = copilot.ask(question, user_id="ada", paper_ids=["xai"])
+    assert not result.declined and result.grounding.grounded, result.decline_reason
+    assert result.as_dict()["llm_calls"] >= 3 and result.timings["recheck_ms"] >= 0
+    off = ScriptedLLM(answers=["The benchmark contains 12 datasets [1]."], rechecks=["It has 4 datasets."])
+    result = Copilot(settings(recheck_samples=0), store, embedder, off).ask(question, user_id="ada",
+                                                                             paper_ids=["xai"])
+    assert not result.declined and off.rechecked == []
+
+
+def test_an_unstable_fact_is_named_under_the_answer(embedder: Embedder) -> None:
+    from copilot import grounding
+
+    chunk = [RetrievedItem("chunk", 1, FILLER[2], 0.5, paper_id="xai", section="Body", page_start=1, page_end=1)]
+    answer = "Training took ten hours on 4 GPUs [1]."
+    steady = grounding.check(answer, chunk, embedder, 0.2, resamples=["It took ten hours on 4 GPUs."])
+    assert steady.grounded and steady.sentences[0].unstable == ()
+    unsteady = grounding.check(answer, chunk, embedder, 0.2, resamples=["Training took ten hours on 8 GPUs.",
+                                                                         "It took two days on 4 GPUs."])
+    assert not unsteady.grounded and unsteady.sentences[0].missing == ()
+    assert unsteady.sentences[0].unstable in (("ten hours",), ("4 GPUs",))
+    two = "The benchmark contains 12 datasets [1]. " + answer
+    half = grounding.check(two, chunk, embedder, 0.2, resamples=["It has 12 datasets; training took ten hours on 8 "
+                                                                 "GPUs."])
+    assert [s.unstable for s in half.sentences] == [(), ("4 GPUs",)]
+    assert "not said again when the model answered again: 4 GPUs" in grounding.markdown(two, half)

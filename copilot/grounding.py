@@ -13,8 +13,8 @@ unit's scale, every name, acronym and mixed-case term, every acronym expansion a
 in the sources sent with it (:func:`missing_facts`); a sentence with a missing fact is unsupported whatever its
 score. Only a paper's own text confirms a fact, never an earlier finding (a thought) sent beside it. And when the
 model wrote the answer again from the same sources (``resamples``), a sentence whose facts none of those answers
-states again is unsupported too (:func:`unstable_facts`). The answer is grounded when every sentence reaches the threshold (``COPILOT_GROUNDING_THRESHOLD``,
-calibrated by the same command) and states no missing fact.
+states again is unsupported too (:func:`unstable_facts`). The answer is grounded when every sentence reaches the
+threshold (``COPILOT_GROUNDING_THRESHOLD``, calibrated by the same command) and states no missing or unstable fact.
 """
 
 from __future__ import annotations

@@ -91,6 +91,7 @@ class AskResult:
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
             # the answer, its rechecks, then the thought
             "llm_calls": 1 + self.rechecks + (self.thought.llm_calls if self.thought else 0),
+            "rechecks": self.rechecks,
             "timings": self.timings,
             **checked,
         }
@@ -274,15 +275,19 @@ def trim_repetition(text: str) -> str | None:
 
 
 RECHECK_TEMPERATURE = 0.7  # a recheck samples: what the model read it repeats, what it guessed it changes
+# Only answers up to this long are rechecked: a look-up's answer, whose one fact a recheck either repeats or not. A
+# longer answer, written again, tells its story in another order and leaves out facts it did not guess.
+RECHECK_MAX_ANSWER_TOKENS = 100
 
 
 def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, samples: int, max_tokens: int,
              user: str) -> list[str]:
     """The answer written ``samples`` times more from the same ``messages`` (sampled, as an answer of ``user``;
     each no longer than the answer needs, about 1.5 times its length): what :func:`copilot.grounding.check` reads
-    to find the facts the model does not repeat. Empty when off, when the answer is a refusal, or when the model
-    fails (the answer stands unrechecked). The caller asks only for answers that state a checkable fact."""
-    if samples <= 0 or not answer or REFUSAL.search(answer):
+    to find the facts the model does not repeat. Empty when off, when the answer is a refusal or longer than
+    :data:`RECHECK_MAX_ANSWER_TOKENS`, or when the model fails (the answer stands unrechecked). The caller asks only
+    for answers that state a checkable fact."""
+    if samples <= 0 or not answer or REFUSAL.search(answer) or llm.count_tokens(answer) > RECHECK_MAX_ANSWER_TOKENS:
         return []
     cap = min(max_tokens, int(1.5 * llm.count_tokens(answer)) + 16)
     out = []

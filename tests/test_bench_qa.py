@@ -97,3 +97,17 @@ def test_the_command_prints_the_figures_as_json(monkeypatch: pytest.MonkeyPatch,
     lines = [json.loads(line) for line in details.read_text().splitlines()]
     assert len(lines) == 6 and {line["pass"] for line in lines} == {1, 2}
     assert all(line["declined"] or line["answer"] for line in lines)
+
+
+def test_without_thoughts_no_thought_is_recalled_or_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    import copilot.engine
+
+    llm = ScriptedLLM(answers=[_echo] * 10)
+    monkeypatch.setattr(copilot.engine, "get_llm", lambda settings: llm)
+    result = CliRunner().invoke(bench, ["qa", "--json", "--paper", "N18-3011", "--limit", "2", "--passes", "2",
+                                        "--no-thoughts"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    assert row["questions"] == 2 and [p["thoughts_kept"] for p in row["passes"]] == [0, 0]
+    assert all("earlier finding" not in m["content"] for call in llm.calls for m in call), "no thought as a source"
+    assert len(llm.calls) == 4, "the answers only: no thought call"

@@ -82,7 +82,9 @@ def test_a_signed_in_visitor_is_answered_by_the_remote_model_under_their_own_tok
     copilot, chat = prepared(tmp_path, server)
     profile, token = signed_in()
     shown = ask(chat, guest_request(copilot), profile, token)
-    assert len(server.requests) == 1, "the remote model wrote the answer"
+    # The answer, then its two rechecks (the answer states a fact): all by the remote model, on the visitor's token.
+    assert len(server.requests) == 3, "the remote model wrote the answer and its rechecks"
+    assert all(r["auth"] == f"Bearer {VISITOR_TOKEN}" for r in server.requests), "never the instance's token"
     sent = server.requests[0]
     assert sent["auth"] == f"Bearer {VISITOR_TOKEN}", "the visitor's own token, not the instance's"
     assert sent["body"]["model"] == "org/visitor-model" and sent["body"]["stream"] is True

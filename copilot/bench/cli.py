@@ -164,10 +164,12 @@ def lookup(methods: str, as_json: bool) -> None:
 @click.option("--paper", "papers", multiple=True, help="Only the questions about this paper (a file stem); repeatable.")
 @click.option("--details", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every question's answer and grade here (JSON lines).")
+@click.option("--no-thoughts", is_flag=True, help="Answer from the papers alone: no thought is recalled or written "
+              "(the baseline for whether the thought memory helps).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the first pass's figures, the "
               "later passes under 'passes'.")
 def qa(models_: str, passes: int, limit: int | None, kinds: str, papers: tuple[str, ...], details: Path | None,
-       as_json: bool) -> None:
+       no_thoughts: bool, as_json: bool) -> None:
     from copilot.bench import qa as bench_qa
     from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 
@@ -183,7 +185,8 @@ def qa(models_: str, passes: int, limit: int | None, kinds: str, papers: tuple[s
     for model in [m.strip() for m in models_.split(",") if m.strip()] or [settings.llm_model or DEFAULT_EMBEDDED_MODEL]:
         target = details.with_name(f"{details.stem}.{Path(model).stem}{details.suffix}") if details and "," in models_ \
             else details
-        found = bench_qa.bench(model, log, passes=passes, limit=limit, kinds=wanted, papers=papers, details=target)
+        found = bench_qa.bench(model, log, passes=passes, limit=limit, kinds=wanted, papers=papers, details=target,
+                               thoughts=not no_thoughts)
         if as_json:
             print(json.dumps({k: found[0][k] for k in bench_qa.JSON_KEYS} | {"passes": found}), flush=True)
         rows += found

@@ -203,15 +203,18 @@ def build_library(copilot: Any, stems: Sequence[str], log: Log,  # noqa: ANN401 
     return ids
 
 
-def ask_one(copilot: Any, question: Question, paper_id: str) -> Outcome:  # noqa: ANN401 - a Copilot
-    """One question through the chat's own call, scoped to its paper; the thought is waited for, untimed."""
+def ask_one(copilot: Any, question: Question, paper_id: str, *, thoughts: bool = True  # noqa: ANN401 - a Copilot
+            ) -> Outcome:
+    """One question through the chat's own call, scoped to its paper; the thought is waited for, untimed.
+    ``thoughts``: False answers from the papers alone, recalling and writing no thought."""
     from copilot.answering import AskResult
 
     sent = time.perf_counter()
     first_word = None
     result = None
     try:
-        for update in copilot.chat_stream(USER, question.question, paper_ids=[paper_id]):
+        for update in copilot.chat_stream(USER, question.question, paper_ids=[paper_id], use_thoughts=thoughts,
+                                          write_thought=thoughts):
             if isinstance(update, AskResult):
                 result = update
             elif isinstance(update, str) and update.strip() and first_word is None:
@@ -227,7 +230,7 @@ def ask_one(copilot: Any, question: Question, paper_id: str) -> Outcome:  # noqa
 
 
 def run(settings: Settings, questions: Sequence[Question], log: Log, *, passes: int = 2,
-        directories: Sequence[Path] = PAPER_DIRS) -> list[list[Outcome]]:
+        directories: Sequence[Path] = PAPER_DIRS, thoughts: bool = True) -> list[list[Outcome]]:
     """Every question once per pass on a fresh library in ``settings.data_dir``; one list of outcomes a pass."""
     from copilot.engine import Copilot
 
@@ -239,7 +242,7 @@ def run(settings: Settings, questions: Sequence[Question], log: Log, *, passes: 
         for n in range(passes):
             outcomes = []
             for i, question in enumerate(questions, start=1):
-                outcome = ask_one(copilot, question, ids[question.paper])
+                outcome = ask_one(copilot, question, ids[question.paper], thoughts=thoughts)
                 outcomes.append(outcome)
                 mark = ("error" if outcome.error else "declined" if outcome.declined else
                         "right" if outcome.right else "wrong" if question.kind == "lookup" else
@@ -272,9 +275,10 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def bench(model: str, log: Log, *, passes: int = 2, limit: int | None = None, kinds: Sequence[str] = KINDS,
-          papers: Sequence[str] = (), details: Path | None = None, settings: Settings | None = None
-          ) -> list[dict[str, Any]]:
-    """The figures of each pass for ``model`` (an embedded model's name or a GGUF path; "" the default)."""
+          papers: Sequence[str] = (), details: Path | None = None, settings: Settings | None = None,
+          thoughts: bool = True) -> list[dict[str, Any]]:
+    """The figures of each pass for ``model`` (an embedded model's name or a GGUF path; "" the default);
+    ``thoughts``: False answers from the papers alone (see :func:`ask_one`)."""
     questions = [q for q in load_questions() if q.kind in kinds and (not papers or q.paper in papers)]
     if limit:
         questions = questions[:limit]
@@ -284,7 +288,7 @@ def bench(model: str, log: Log, *, passes: int = 2, limit: int | None = None, ki
         else:
             chosen = settings.model_copy(update={"data_dir": Path(tmp), "llm_backend": "local",
                                                  "llm_model": model or settings.llm_model})
-        passes_out = run(chosen, questions, log, passes=passes)
+        passes_out = run(chosen, questions, log, passes=passes, thoughts=thoughts)
     name = model or "default"
     rows = []
     for n, outcomes in enumerate(passes_out, start=1):

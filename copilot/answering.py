@@ -176,13 +176,14 @@ def unaddressed(question: str, answer: str, quotes: list[str], subjects: list[st
 
 # A question that asks for a count, an amount or a score ("How many …", "What F1 does … reach", "What percentage of
 # …", "What does X score on …"): its answer must state one.
-_QUANTITY_NOUNS = (r"(?:percentage|percent|fraction|proportion|share|number|amount|count|ratio|size|rate|score|f1|"
-                   r"accuracy|precision|recall|auc|bleu|rouge|ndcg|map|perplexity|value|average|mean|median|total)s?")
+_QUANTITY_NOUNS = (r"(?:percentage|percent|fraction|proportion|number|amount|count|ratio|size|rate|score|f1|"
+                   r"accuracy|precision|recall|auc|bleu|rouge|ndcg|perplexity|average|median|total)s?")
 _ASKS_QUANTITY = re.compile(
     r"\bhow\s+(?:many|much|often)\b"
-    r"|\bwhat(?:'s|’s)?\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?" + _QUANTITY_NOUNS
+    r"|\bwhat(?:'s|’s)?\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?"
+    r"(?:(?!(?:does|do|did|is|was|are|were)\b)[\w-]+\s+){0,3}?" + _QUANTITY_NOUNS
     + r"\s+(?:of|on|for|in|at|does|did|do|is|was|are|were|has|have|had|can|could|would|will)\b"
-    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+score\b", re.IGNORECASE)
+    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+score\s+(?:on|in|for|at|against|with)\b", re.IGNORECASE)
 
 
 def asks_for_quantity(question: str) -> bool:
@@ -284,9 +285,9 @@ def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, sam
              user: str) -> list[str]:
     """The answer written ``samples`` times more from the same ``messages`` (sampled, as an answer of ``user``;
     each no longer than the answer needs, about 1.5 times its length): what :func:`copilot.grounding.check` reads
-    to find the facts the model does not repeat. Empty when off, when the answer is a refusal or longer than
-    :data:`RECHECK_MAX_ANSWER_TOKENS`, or when the model fails (the answer stands unrechecked). The caller asks only
-    for answers that state a checkable fact."""
+    to find the facts the model does not repeat. Empty when off, or when the answer is a refusal or longer than
+    :data:`RECHECK_MAX_ANSWER_TOKENS`; when the model fails, those written before (the answer stands unrechecked
+    without them). The caller asks only for answers it does not decline that state a checkable fact."""
     if samples <= 0 or not answer or REFUSAL.search(answer) or llm.count_tokens(answer) > RECHECK_MAX_ANSWER_TOKENS:
         return []
     cap = min(max_tokens, int(1.5 * llm.count_tokens(answer)) + 16)
@@ -296,8 +297,7 @@ def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, sam
             out.append(llm.chat(messages, max_tokens=cap, temperature=RECHECK_TEMPERATURE, user=user,
                                 priority=Priority.ANSWER))
     except LLMError as exc:
-        log.warning("the recheck of an answer failed: %s", exc)
-        return []
+        log.warning("the recheck of an answer failed: %s", exc)  # those written before it still count
     return out
 
 
@@ -600,23 +600,26 @@ class Answerer:
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
         capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
-        again = [] if unbearing or not grounding.has_facts(answer, question) else rechecks(
-            model, messages, answer, samples=self.settings.recheck_samples,
-            max_tokens=self.settings.max_answer_tokens, user=user_id)
-        t_recheck = time.perf_counter()
-        timings["recheck_ms"] = round(1000 * (t_recheck - t2), 1)
         try:
             checked: Grounding | None = grounding.check(answer, items, self.embedder,
                                                         self.settings.grounding_threshold, capped=capped,
-                                                        heads=source_heads(items), question=question,
-                                                        resamples=again)
+                                                        heads=source_heads(items), question=question)
         except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
             log.exception("the grounding check of an answer failed")
             checked = None
-        timings["grounding_ms"] = round(1000 * (time.perf_counter() - t_recheck), 1)
+        t_check = time.perf_counter()
+        timings["grounding_ms"] = round(1000 * (t_check - t2), 1)
         draft = answer
         reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
                                 [i.paper_title or "" for i in items])
+        # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
+        # fact and is short is written again, and what the rechecks did not repeat is marked.
+        again: list[str] = []
+        if not reason and checked is not None and grounding.has_facts(answer, question):
+            again = rechecks(model, messages, answer, samples=self.settings.recheck_samples,
+                             max_tokens=self.settings.max_answer_tokens, user=user_id)
+            checked = grounding.rechecked(checked, [t for t in again if not REFUSAL.search(t)], question)
+        timings["recheck_ms"] = round(1000 * (time.perf_counter() - t_check), 1)
         if reason:
             answer = prompts.DECLINE
         query_id = self._record(user_id, question, answer, items, timings, share_thought)
@@ -691,7 +694,8 @@ class Answerer:
                                                           .timestamp()), 1)
             return self.store.queries.record_outcome(job.query_id, thought_id=outcome.thought_id,
                                                      outcome=outcome.outcome, reason=outcome.reason, timings=timings,
-                                                     llm_calls=1 + outcome.llm_calls)
+                                                     llm_calls=1 + (mine[0].rechecks if mine else 0)
+                                                     + outcome.llm_calls)
 
         with scheduling(job.user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer
             outcome = self.memory.write(user_id=job.user_id, question=job.question, answer=job.answer, items=items,

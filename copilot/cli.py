@@ -194,7 +194,8 @@ def ask(question: str, user_id: str, as_json: bool, no_thoughts: bool, papers: s
         echo()
     elif result.grounding and result.grounding.unsupported:
         weak = result.grounding.unsupported
-        echo(f"unsupported by the sources ({len(weak)} of {len(result.grounding.sentences)} sentences):")
+        echo(f"marked ⚠️ ({len(weak)} of {len(result.grounding.sentences)} sentences: unsupported by the sources, "
+             "or not said again when the model answered again):")
         for sentence in weak:
             flaws = f"; {sentence.flaws()}" if sentence.flaws() else ""
             echo(f"  - {sentence.sentence.strip()} (support {sentence.support:.2f}{flaws})")

@@ -12,8 +12,8 @@ minutes and costs $2", stated nowhere). So each sentence's checkable facts (:fun
 unit's scale, every name, acronym and mixed-case term, every acronym expansion and quoted term) must also be found
 in the sources sent with it (:func:`missing_facts`); a sentence with a missing fact is unsupported whatever its
 score. Only a paper's own text confirms a fact, never an earlier finding (a thought) sent beside it. And when the
-model wrote the answer again from the same sources (``resamples``), a sentence whose facts none of those answers
-states again is unsupported too (:func:`unstable_facts`). The answer is grounded when every sentence reaches the
+model wrote the answer again from the same sources, a sentence whose facts none of those answers states again is
+unsupported too (:func:`rechecked`). The answer is grounded when every sentence reaches the
 threshold (``COPILOT_GROUNDING_THRESHOLD``, calibrated by the same command) and states no missing or unstable fact.
 """
 
@@ -23,6 +23,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -463,14 +464,12 @@ def has_facts(answer: str, question: str = "") -> bool:
 
 
 def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, threshold: float, *,
-          capped: bool = False, heads: Sequence[str] = (), question: str = "",
-          resamples: Sequence[str] = ()) -> Grounding:
+          capped: bool = False, heads: Sequence[str] = (), question: str = "") -> Grounding:
     """The grounding of ``answer`` against ``items``, the sources it was written from in their citation order.
     ``capped``: the answer stopped at its token cap, so an unfinished last sentence is a fragment, not checked.
     ``heads``: what the model read of each source beside its text (paper titles, sections), which states facts as a
     source does; ``question``: what it says (its names, expansions and quoted terms, but not its numbers) may be
-    repeated without a source stating it; ``resamples``: the answer written again by the model from the same
-    sources (see :func:`unstable_facts`)."""
+    repeated without a source stating it. :func:`rechecked` adds what the model's rechecks show."""
     spans = [(s, e) for s, e in sentence_spans(answer) if strip_citations(answer[s:e])]
     if capped and len(spans) > 1 and unfinished(strip_citations(answer[spans[-1][0]:spans[-1][1]])):
         spans = spans[:-1]  # the answer hit its token cap mid-sentence: a fragment states nothing to check yet
@@ -485,15 +484,28 @@ def check(answer: str, items: Sequence[RetrievedItem], embedder: Embedder, thres
     out = []
     for i, (start, end) in enumerate(spans):
         missing = tuple(missing_facts(sentences[i], stated, given))
-        unstable = tuple(f for f in unstable_facts(sentences[i], resamples, given) if f not in missing)
         if supports.shape[1] == 0 or not any(texts):
-            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing, unstable))
+            out.append(SentenceSupport(answer[start:end], 0.0, None, "", start, end, missing))
             continue
         j = int(np.argmax(supports[i]))
         out.append(SentenceSupport(answer[start:end], round(float(supports[i, j]), 3), j + 1, found.quotes[i][j],
-                                   start, end, missing, unstable))
+                                   start, end, missing))
     grounded = bool(out) and all(s.supported(threshold) for s in out)
     return Grounding(out, grounded, threshold)
+
+
+def rechecked(checked: Grounding, resamples: Sequence[str], question: str = "") -> Grounding:
+    """``checked`` with each sentence's facts that the model, writing the answer again (``resamples``), did not
+    state again (:func:`unstable_facts`); a resample that states nothing (empty, or only citation markers) is no
+    recheck and is left out."""
+    usable = [r for r in resamples if re.sub(r"[\W_]+", "", strip_citations(r))]
+    if not usable:
+        return checked
+    given = SourceFacts([question])
+    sentences = [replace(s, unstable=tuple(f for f in unstable_facts(strip_citations(s.sentence), usable, given)
+                                           if f not in s.missing)) for s in checked.sentences]
+    return Grounding(sentences, bool(sentences) and all(s.supported(checked.threshold) for s in sentences),
+                     checked.threshold)
 
 
 def markdown(answer: str, grounding: Grounding, where: Sequence[str] = ()) -> str:
@@ -515,7 +527,7 @@ def markdown(answer: str, grounding: Grounding, where: Sequence[str] = ()) -> st
         return f" — {where[n - 1]}" if n and 0 < n <= len(where) else ""
 
     # The sources state what it says, but the model did not say it again when it answered again: a guess.
-    guess = all(weak) and any(s.sourced(grounding.threshold) for s in grounding.sentences)
+    guess = all(weak) and all(s.sourced(grounding.threshold) for s in grounding.sentences)
     if all(weak) and not guess:
         passages = sorted({(s.source_n or 0, s.quote) for s in grounding.sentences if s.quote})
         listing = "\n".join(f"- [{n}] {_quote(q)}{place(n)}" for n, q in passages)

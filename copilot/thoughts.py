@@ -169,6 +169,11 @@ def ungrounded_reason(grounding: Grounding) -> str:
         text = " ".join(stating[0].sentence.split())
         return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences unsupported "
                 f"({', '.join(stating[0].missing[:3])} in no source: {text[:120]})")
+    guessed = [s for s in grounding.sentences if s.unstable and s.support >= grounding.threshold]
+    if guessed:
+        text = " ".join(guessed[0].sentence.split())
+        return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences unsupported "
+                f"({', '.join(guessed[0].unstable[:3])} not said again when the model answered again: {text[:120]})")
     weakest = min(grounding.sentences, key=lambda s: s.support)
     text = " ".join(weakest.sentence.split())
     return (f"ungrounded: {len(grounding.unsupported)} of {len(grounding.sentences)} sentences below support "
@@ -299,10 +304,11 @@ class ThoughtMemory:
         return ThoughtOutcome("added", **base), (text, vector, confidence, sources)
 
     def _unstated(self, text: str, items: list[RetrievedItem], question: str = "") -> list[str]:
-        """The facts of ``text`` (numbers, names, expansions, quoted terms) that none of ``items`` (nor their
+        """The facts of ``text`` (numbers, names, expansions, quoted terms) that none of ``items``' chunks (nor their
         papers' titles) states; what the question itself says (but its numbers) may be repeated."""
         read = self._with_texts(items)
-        stated = grounding_check.SourceFacts([s.text for s in read] + self._titles(read))
+        # As in the answer's check, only a paper's own text confirms a fact, never an earlier thought.
+        stated = grounding_check.SourceFacts([s.text for s in read if s.kind != "thought"] + self._titles(read))
         return grounding_check.missing_facts(text, stated, grounding_check.SourceFacts([question]))
 
     def _store_thought(self, user_id: str, text: str, vector: np.ndarray, confidence: float,

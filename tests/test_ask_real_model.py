@@ -51,7 +51,7 @@ def test_ask_json_with_the_default_embedded_model(tmp_path: Path) -> None:
     # The answer, its rechecks when it is short and states a fact, then the thought's call when one is made.
     assert record["rechecks"] in (0, 2) and 1 + record["rechecks"] <= record["llm_calls"] <= 2 + record["rechecks"]
     assert set(record["timings"]) == {"retrieve_ms", "wait_ms", "first_word_ms", "answer_ms", "grounding_ms",
-                                      "thought_ms", "thought_lag_ms"}
+                                      "recheck_ms", "thought_ms", "thought_lag_ms"}
     # Declined: the decline, the model's draft kept apart, no evidence, no thought.
     if record["declined"]:
         assert record["answer"] == "The papers in scope do not say." and record["evidence"] == []

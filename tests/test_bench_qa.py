@@ -104,10 +104,18 @@ def test_without_thoughts_no_thought_is_recalled_or_written(monkeypatch: pytest.
 
     llm = ScriptedLLM(answers=[_echo] * 10)
     monkeypatch.setattr(copilot.engine, "get_llm", lambda settings: llm)
+    asked = []
+    chat_stream = copilot.engine.Copilot.chat_stream
+
+    def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - passes everything on
+        asked.append((kwargs.get("use_thoughts", True), kwargs.get("write_thought", True)))
+        return chat_stream(self, *args, **kwargs)
+
+    monkeypatch.setattr(copilot.engine.Copilot, "chat_stream", recording)
     result = CliRunner().invoke(bench, ["qa", "--json", "--paper", "N18-3011", "--limit", "2", "--passes", "2",
                                         "--no-thoughts"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout.strip().splitlines()[-1])
     assert row["questions"] == 2 and [p["thoughts_kept"] for p in row["passes"]] == [0, 0]
-    assert all("earlier finding" not in m["content"] for call in llm.calls for m in call), "no thought as a source"
+    assert asked == [(False, False)] * 4, "every question asked without recalling or writing a thought"
     assert len(llm.calls) == 4, "the answers only: no thought call"

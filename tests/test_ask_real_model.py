@@ -60,11 +60,11 @@ def test_ask_json_with_the_default_embedded_model(tmp_path: Path) -> None:
     # Else each answer sentence's support in the sources, the verbatim evidence of the supported ones; an
     # unsupported sentence makes no thought.
     else:
-        assert record["grounding"] and all(set(g) == {"sentence", "support", "source_n", "quote", "missing"}
-                                           for g in record["grounding"])
+        assert record["grounding"] and all(
+            set(g) == {"sentence", "support", "source_n", "quote", "missing", "unstable"} for g in record["grounding"])
         assert all(g["sentence"].strip() in record["answer"] for g in record["grounding"])
         assert record["grounded"] == all(g["support"] >= GROUNDING_THRESHOLD and not g["missing"]
-                                         for g in record["grounding"])
+                                         and not g["unstable"] for g in record["grounding"])
         assert record["evidence"] and all(set(e) == {"n", "quote", "paper_id", "page", "section"}
                                           for e in record["evidence"])
         assert all(e["paper_id"] == paper_id and isinstance(e["page"], int) for e in record["evidence"])

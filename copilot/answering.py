@@ -201,14 +201,13 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
         return "the model found no answer in the sources"
     if checked is None:
         return ""
-    if not any(s.sourced(threshold) for s in checked.sentences):
+    sourced = [s for s in checked.sentences if s.sourced(threshold)]
+    if not sourced:
         return "no sentence of the answer is supported by the sources"
-    quotes = [s.quote for s in checked.sentences if s.sourced(threshold)]
-    missing = unaddressed(question, answer, quotes, subjects) if question else []
+    missing = unaddressed(question, answer, [s.quote for s in sourced], subjects) if question else []
     if missing:
         return f"the answer found does not address {', '.join(missing)}"
-    supported = [s.sentence for s in checked.sentences if s.sourced(threshold)]
-    if question and asks_for_quantity(question) and not any(grounding.states_quantity(s) for s in supported):
+    if question and asks_for_quantity(question) and not any(grounding.states_quantity(s.sentence) for s in sourced):
         return "the question asks for a number, and no supported sentence of the answer states one"
     return ""
 
@@ -284,13 +283,14 @@ RECHECK_MAX_ANSWER_TOKENS = 100
 def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, samples: int, max_tokens: int,
              user: str) -> list[str]:
     """The answer written ``samples`` times more from the same ``messages`` (sampled, as an answer of ``user``;
-    each no longer than the answer needs, about 1.5 times its length): what :func:`copilot.grounding.check` reads
+    each no longer than the answer needs, about 1.5 times its length): what :func:`copilot.grounding.rechecked` reads
     to find the facts the model does not repeat. Empty when off, or when the answer is a refusal or longer than
     :data:`RECHECK_MAX_ANSWER_TOKENS`; when the model fails, those written before (the answer stands unrechecked
     without them). The caller asks only for answers it does not decline that state a checkable fact."""
-    if samples <= 0 or not answer or REFUSAL.search(answer) or llm.count_tokens(answer) > RECHECK_MAX_ANSWER_TOKENS:
+    length = llm.count_tokens(answer) if answer else 0
+    if samples <= 0 or not answer or REFUSAL.search(answer) or length > RECHECK_MAX_ANSWER_TOKENS:
         return []
-    cap = min(max_tokens, int(1.5 * llm.count_tokens(answer)) + 16)
+    cap = min(max_tokens, int(1.5 * length) + 16)
     out = []
     try:
         for _ in range(samples):

@@ -189,6 +189,14 @@ class Settings(BaseSettings):
         "into the data directory. Set the same value on every replica.",
     )
 
+    mcp: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Serve the copilot's tools to agents over MCP (at /gradio_api/mcp/): 'auto' = on, except on a "
+        "Hugging Face Space, where the owner turns it on. A tool acts as a user only with that user's personal "
+        "access token (Profile tab).",
+    )
+    max_access_tokens: int = Field(10, ge=1, description="Personal access tokens (for agents) one user may hold.")
+
     max_upload_mb: int = Field(50, ge=1, description="Largest PDF one upload may be, in MB (refused by the web "
                                "server before anything is stored).")
     max_papers_per_user: int = Field(100, ge=1, description="Uploads one user may keep in their library.")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot import followups, prompts
+from copilot import access, followups, prompts
 from copilot.answering import (
     DEFAULT_USER, QUEUE_POLL_S, Answerer, AskResult, ThoughtWorker, source_text, stream_until_repeating,
     trim_repetition,
@@ -28,6 +28,7 @@ from copilot.answering import (
 from copilot.config import Settings
 from copilot.conversations import export_markdown, sources_of, title_from
 from copilot.embeddings import Embedder, get_embedder
+from copilot.access import MAX_TOKEN_NAME_CHARS
 from copilot.errors import NotFound, UserError
 from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
@@ -54,7 +55,7 @@ from copilot.tasks.refresh import (
 from copilot.tasks.trends import Trends, trends_and_ideas
 from copilot.tasks.writing import Draft
 from copilot.types import (
-    AnswerSources, Conversation, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh,
+    AccessToken, AnswerSources, Conversation, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh,
 )
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
@@ -392,6 +393,45 @@ class Copilot(Answerer):
         return Passage(chunk.id, paper.id, paper.title, chunk.section, chunk.text, chunk.page_start, chunk.page_end,
                        shown.pages, shown.png, shown.width, shown.height, highlights=shown.located.rects,
                        coverage=round(shown.located.coverage, 3))
+
+    def passage_text(self, user_id: str, chunk_id: int) -> dict[str, Any]:
+        """A source's text with its paper, section and pages (what an agent quotes), for a chunk of a paper the
+        user may see; any other id is refused as a missing one is."""
+        chunk = self.store.chunks.visible(int(chunk_id), user_id)
+        paper = self.store.papers.get(chunk.paper_id, user_id) if chunk is not None else None
+        if chunk is None or paper is None:
+            raise NotFound(f"No source #{int(chunk_id)} in your library.")
+        return {"id": chunk.id, "paper_id": paper.id, "title": paper.title, "section": chunk.section,
+                "page_start": chunk.page_start, "page_end": chunk.page_end, "text": chunk.text}
+
+    # ----- personal access tokens (agents) -----------------------------------------------------------
+
+    def create_access_token(self, user_id: str, name: str) -> tuple[AccessToken, str]:
+        """A new personal access token of ``user_id`` named ``name``, and its secret: shown to the user once,
+        kept only as its hash. At most ``COPILOT_MAX_ACCESS_TOKENS`` per user."""
+        name = " ".join((name or "").split())[:MAX_TOKEN_NAME_CHARS] or "agent"
+        secret = access.new_secret()
+        limit = self.settings.max_access_tokens
+        token = self.store.access_tokens.create(user_id, name, access.token_hash(secret), limit=limit)
+        if token is None:
+            raise LimitExceeded(f"You hold {limit} access tokens, the most one user may: revoke one you no longer "
+                                "use first.")
+        return token, secret
+
+    def access_tokens(self, user_id: str) -> list[AccessToken]:
+        """The user's personal access tokens (names and dates; never their secrets), the newest first."""
+        return self.store.access_tokens.of(user_id)
+
+    def revoke_access_token(self, user_id: str, token_id: int) -> None:
+        """Revoke (delete) one of the user's tokens: calls with it are refused from now on."""
+        if not self.store.access_tokens.revoke(user_id, int(token_id)):
+            raise NotFound(f"You hold no access token #{int(token_id)}.")
+
+    def token_user(self, secret: str) -> str | None:
+        """The user a personal access token acts as; None for an unknown or revoked one."""
+        if not access.well_formed(secret):
+            return None
+        return self.store.access_tokens.user_of(access.token_hash(secret))
 
     # ----- the personalised ask ----------------------------------------------------------------------
 

@@ -364,6 +364,17 @@ class Profile:
 
 
 @dataclass
+class AccessToken:
+    """A personal access token an agent (an MCP client) acts as its user with; only its hash is kept."""
+
+    id: int
+    user_id: str
+    name: str
+    created_at: str
+    last_used_at: str | None = None
+
+
+@dataclass
 class Query:
     """One answered question, what was retrieved for it and what became of its thought."""
 

@@ -98,7 +98,10 @@ def test_a_streaming_refusal_on_the_page_keeps_what_was_shown(ctx: AppContext) -
     with pytest.warns(UserWarning, match="limited to 5"):
         assert list(chat("too long", _Request("app"))) == [gr.skip()]
     with pytest.raises(gr.Error, match="limited to 5"):
-        list(chat("too long", _Request("mcp")))
+        list(chat("too long", _Request("api")))
+    # Gradio's MCP server calls only the agents' tools (copilot.ui.agent_tools), never a page action.
+    with pytest.raises(gr.Error, match="not one of the agents' tools"):
+        list(chat("short", _Request("mcp")))
 
 
 def test_server_paths_are_named_by_their_file_only() -> None:

@@ -63,6 +63,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "refreshes": ("id",),
     "eval_runs": ("id",),
     "usage_events": ("id",),
+    "access_tokens": ("id",),
 }
 NOT_COPIED = ("_migrations", "vector_generations",
               *(f"{table}_fts{part}" for table in FULL_TEXT for part in ("", "_data", "_idx", "_docsize", "_config")))

@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 # Every record a user owns that carries a time, and that time: a guest's last activity is the latest of them.
 _ACTIVITY = (("papers", "added_at"), ("queries", "created_at"), ("memories", "created_at"),
              ("thoughts", "updated_at"), ("conversations", "updated_at"), ("profiles", "updated_at"),
-             ("follows", "created_at"), ("feedback", "created_at"), ("usage_events", "at"))
+             ("follows", "created_at"), ("feedback", "created_at"), ("usage_events", "at"),
+             ("access_tokens", "last_used_at"))
 # Records deleted by user id alone (papers, thoughts and memories go with their vectors and files first).
 _PLAIN = ("feedback", "conversation_turns", "conversations", "queries", "profiles", "follows", "refreshes",
-          "usage_events")
+          "usage_events", "access_tokens")
 
 
 class GuestRepository:

@@ -257,3 +257,14 @@ def m009_conversations(db: Database) -> None:
         pk="id", foreign_keys=[("conversation_id", "conversations", "id")], if_not_exists=True)
     db["conversations"].create_index(["user_id", "updated_at"], if_not_exists=True)
     db["conversation_turns"].create_index(["conversation_id"], if_not_exists=True)
+
+
+@migration
+def m010_access_tokens(db: Database) -> None:
+    """Personal access tokens, by the SHA-256 of their secret (the secret itself is shown once and never kept):
+    an agent's calls act as the token's user until the user revokes it (the row is deleted)."""
+    db["access_tokens"].create(
+        {"id": int, "user_id": str, "name": str, "token_hash": str, "created_at": str, "last_used_at": str},
+        pk="id", if_not_exists=True)
+    db["access_tokens"].create_index(["token_hash"], unique=True, if_not_exists=True)
+    db["access_tokens"].create_index(["user_id"], if_not_exists=True)

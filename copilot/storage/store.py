@@ -33,6 +33,7 @@ from sqlite_utils import Database
 
 from copilot.config import Settings
 from copilot.errors import ComponentError
+from copilot.storage.access_tokens import AccessTokenRepository
 from copilot.storage.chunks import ChunkRepository
 from copilot.storage.conversations import ConversationRepository
 from copilot.storage.eval_runs import EvalRunRepository
@@ -121,6 +122,7 @@ def attach_repositories(store: Store | PostgresStore) -> None:
     store.usage = UsageRepository(store)
     store.guests = GuestRepository(store)
     store.conversations = ConversationRepository(store)
+    store.access_tokens = AccessTokenRepository(store)
 
 
 def checked_batch(records: Sequence[dict[str, Any]], vectors: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import gradio as gr
 
 from copilot.config import Settings, get_settings
 from copilot.llm.embedded import title_of
-from copilot.ui import chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
+from copilot.ui import agent_tools, chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
 from copilot.ui.actions import action
 from copilot.ui.chat_tab import CHAT_CONCURRENCY
 from copilot.ui.context import AppContext
@@ -119,6 +120,8 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             return info
 
         gr.api(model_info, api_name="model_info")
+        if agent_tools.mcp_enabled(settings):
+            agent_tools.register(ctx)
     return demo
 
 
@@ -138,7 +141,8 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
     bounded further out (every chat in flight, and as many again), as a guard on memory that the app's line comes
     before. Nothing of the data directory is served as a file: downloads go through Gradio's cache under
     unguessable paths. Session-keyed routes serve only the guest that opened the session
-    (:mod:`copilot.ui.sessions`).
+    (:mod:`copilot.ui.sessions`). With ``COPILOT_MCP`` on, Gradio's MCP server offers agents the tools of
+    :mod:`copilot.ui.agent_tools` and nothing else, from before the first request is served.
     """
     from starlette.middleware import Middleware
 
@@ -156,11 +160,21 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
     kwargs.setdefault("css_paths", [CSS_PATH] if CSS_PATH.exists() else None)
     kwargs.setdefault("js", PAGE_JS.read_text(encoding="utf-8") if PAGE_JS.exists() else None)
     gradio_queue = settings.queue_size + 2 * CHAT_CONCURRENCY
-    return demo.queue(default_concurrency_limit=2, max_size=gradio_queue).launch(
-        max_file_size=f"{settings.max_upload_mb}mb",
-        app_kwargs=app_kwargs,
-        **kwargs,
-    )
+    wait = not kwargs.pop("prevent_thread_lock", False)
+    with warnings.catch_warnings():
+        # Gradio warns of page endpoints with state among the tools it would list; expose() lists none of them.
+        warnings.filterwarnings("ignore", message="This MCP server includes a tool that has a gr.State input")
+        launched = demo.queue(default_concurrency_limit=2, max_size=gradio_queue).launch(
+            max_file_size=f"{settings.max_upload_mb}mb",
+            app_kwargs=app_kwargs,
+            mcp_server=agent_tools.mcp_enabled(settings),
+            prevent_thread_lock=True,
+            **kwargs,
+        )
+    agent_tools.expose(demo)  # the agents' tools only, before anyone is told the server is up
+    if wait:
+        demo.block_thread()
+    return launched
 
 
 def deployment_warnings(settings: Settings) -> list[str]:

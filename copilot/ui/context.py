@@ -23,6 +23,12 @@ UNAVAILABLE = "The library's database cannot be used right now; the site's owner
 MAX_ADDRESSES = 100_000  # guests whose last client address is remembered, the least recently seen forgotten first
 
 
+def from_agent(request: gr.Request | None) -> bool:
+    """Whether Gradio's MCP server makes the call, for an agent (it marks its own requests so)."""
+    headers = getattr(request, "headers", None) or {}
+    return headers.get("x-gradio-user") == "mcp"
+
+
 def page_error(exc: BaseException) -> gr.Error:
     """A readable error for the page: the exception's one line, without server paths; the traceback stays in the
     server log."""
@@ -52,6 +58,8 @@ class AppContext:
         """Who is asking; every action starts here, so an unusable database is reported before anything else.
         A guest's client address is noted for the allowance all guests from that address share."""
         self.ready()
+        if from_agent(request):  # Gradio's MCP server calling: only the agents' tools, which need a token
+            raise gr.Error("This action is not one of the agents' tools.")
         user_id = resolve_user(self.mode, request, profile, self.tokens)
         if self.quotas and is_guest(user_id):
             address = client_address(request, self.settings)

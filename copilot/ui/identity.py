@@ -28,6 +28,7 @@ from copilot.errors import UserError
 from copilot.config import Settings
 
 COOKIE = "copilot_guest"
+MCP_PATH = "/gradio_api/mcp"  # Gradio's MCP server (streamable HTTP, and SSE under it)
 RANDOM_BYTES = 24  # 192 bits: far past guessing
 TIME_BYTES = 5  # the issue time, in whole seconds since 1970
 DEFAULT_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the same browser
@@ -180,6 +181,12 @@ class GuestCookieMiddleware:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401 - ASGI
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope.get("path", "").startswith(MCP_PATH):
+            # An agent is known by its access token alone: its cookie is dropped (Gradio forwards the MCP request's
+            # headers to its own connection into the app, whose session a cookie of the agent's would not match).
+            headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
+            await self.app(dict(scope, headers=headers), receive, send)
             return
         current = _cookies(scope).get(COOKIE)
         if current is not None and self.tokens.is_valid(current):

@@ -9,10 +9,18 @@ import gradio as gr
 from copilot.limits import check_memory
 from copilot.prompts import LANGUAGE_OF_QUESTION
 from copilot.ui.actions import action
+from copilot.ui.agent_tools import mcp_enabled
 from copilot.ui.context import AppContext
 from copilot.ui.users import describe_user
 
 MEMORY_HEADERS = ["id", "what you said", "when"]
+TOKEN_HEADERS = ["id", "name", "created (UTC)", "last used (UTC)"]
+AGENTS_HELP = (
+    "Use the copilot from an agent (Claude Desktop, Cursor, your own scripts): add this site's MCP server, at "
+    "`/gradio_api/mcp/` under its address, to the agent, with a token below sent in the `X-Copilot-Token` header. "
+    "The agent can then search arXiv, add papers, list your library, ask questions (with the evidence, or a "
+    "decline), read a passage and draft related work, as you and within your limits. Without a token it can "
+    "only search arXiv and read the shared papers.")
 # Offered in the answer-language box (any other language's name can be typed).
 LANGUAGES = [LANGUAGE_OF_QUESTION, "English", "French", "German", "Spanish", "Italian", "Portuguese", "Dutch",
              "Chinese", "Japanese", "Korean", "Russian", "Arabic", "Hindi"]
@@ -51,6 +59,44 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Row():
             memory_id = gr.Number(label="Memory id to delete", precision=0, scale=4, elem_id="memory-id")
             delete_btn = gr.Button("Delete memory", variant="stop", scale=1, elem_id="memory-delete")
+        agents = mcp_enabled(ctx.settings)
+        with gr.Accordion("Agents (MCP)", open=False, visible=agents, elem_id="agents"):
+            gr.Markdown(AGENTS_HELP)
+            with gr.Row():
+                token_name = gr.Textbox(label="Token name (where you use it)", placeholder="e.g. laptop, Cursor",
+                                        scale=4, elem_id="token-name")
+                create_btn = gr.Button("Create token", scale=1, elem_id="token-create")
+            new_token = gr.Textbox(label="Your new token: copy it now, it is not shown again", interactive=False,
+                                   buttons=["copy"], elem_id="token-secret")
+            tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, elem_id="tokens")
+            with gr.Row():
+                token_id = gr.Number(label="Token id to revoke", precision=0, scale=4, elem_id="token-id")
+                revoke_btn = gr.Button("Revoke token", variant="stop", scale=1, elem_id="token-revoke")
+            token_status = gr.Markdown(elem_id="token-status")
+
+    def token_rows(user_id: str) -> list[list[Any]]:
+        return [[t.id, t.name, t.created_at[:16].replace("T", " "),
+                 (t.last_used_at or "never")[:16].replace("T", " ")] for t in ctx.copilot.access_tokens(user_id)]
+
+    @act
+    def create_token(name: str, user_id: str) -> tuple[str, list[list[Any]], str]:
+        """Create a personal access token for an agent (an MCP client): it acts as you until you revoke it."""
+        token, secret = ctx.copilot.create_access_token(user_id, name)
+        return secret, token_rows(user_id), (f"Token #{token.id} ({token.name}) created: copy it now, it is not "
+                                             "shown again.")
+
+    @act
+    def revoke_token(token_id: float | None, user_id: str) -> tuple[str, list[list[Any]], str]:
+        """Revoke one of your access tokens: agents using it are refused from now on."""
+        if token_id is None:
+            raise gr.Error("Give the id of the token to revoke.")
+        ctx.copilot.revoke_access_token(user_id, int(token_id))
+        return "", token_rows(user_id), f"Token #{int(token_id)} revoked."
+
+    @act
+    def list_tokens(user_id: str) -> list[list[Any]]:
+        """Your personal access tokens (names and dates; their secrets are never shown again)."""
+        return token_rows(user_id)
 
     def rows(user_id: str) -> list[list[Any]]:
         return [[m.id, m.text, (m.created_at or "")[:19]] for m in ctx.copilot.memories.list(user_id)]
@@ -120,4 +166,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
     language_btn.click(save_language, [language], [language, profile_status], api_name="save_language")
     add_btn.click(add_memory, [new_memory], [new_memory, memories], api_name="add_memory")
     delete_btn.click(delete_memory, [memory_id], [profile_status, memories], api_name="delete_memory")
-    return {"apis": [(list_memories, "list_memories")], "load": [(load_profile, [], [who, persona, language, memories])]}
+    load = [(load_profile, [], [who, persona, language, memories])]
+    apis = [(list_memories, "list_memories")]
+    if agents:
+        create_btn.click(create_token, [token_name], [new_token, tokens, token_status], api_name="create_token")
+        revoke_btn.click(revoke_token, [token_id], [new_token, tokens, token_status], api_name="revoke_token")
+        load.append((list_tokens, [], [tokens]))
+        apis.append((list_tokens, "list_tokens"))
+    return {"apis": apis, "load": load}

@@ -583,6 +583,55 @@ def _warm_up(paper_ids: list[str], n_each: int, data_dir: str | None, library: L
     return reports
 
 
+@papers.command(name="sync-zotero", help="Add what is new or changed in your Zotero library: items with an arXiv "
+                "id from arXiv, items with a stored PDF through the upload checks; others are listed as metadata "
+                "only. Give --library-id (and --api-key) or --local once to connect; later runs sync again.")
+@click.option("--library-id", default=None, help="Your Zotero user id (zotero.org/settings/keys), or a group's id.")
+@click.option("--api-key", default=None, help="A Zotero API key that may read the library (asked for when "
+              "connecting without one; none for a public library).")
+@click.option("--group", is_flag=True, help="The id is a group library's.")
+@click.option("--collection", default="", help="Only this collection (its 8-character key).")
+@click.option("--local", is_flag=True, help="Zotero 7's local API on this machine, instead of the web API.")
+@click.option("--disconnect", is_flag=True, help="Delete the connection and its stored key (the papers stay).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@data_dir_option
+def sync_zotero(library_id: str | None, api_key: str | None, group: bool, collection: str, local: bool,
+                disconnect: bool, as_json: bool, quiet: bool, data_dir: str | None) -> None:
+    from copilot.engine import Copilot
+
+    copilot = Copilot.open(_settings(data_dir))
+    bar = _Bar(enabled=not quiet and not as_json)
+    try:
+        if disconnect:
+            copilot.disconnect_zotero("local")
+            echo("Zotero disconnected; its key is deleted.")
+            return
+        if library_id is not None or local:
+            if api_key is None and not local:
+                api_key = click.prompt("Zotero API key (empty for a public library)", default="", hide_input=True,
+                                       show_default=False)
+            copilot.connect_zotero("local", library_id or "0", api_key or "", collection=collection, local=local,
+                                   library_type="group" if group else "user")
+        report = copilot.sync_zotero("local", bar)
+    except SHOWN as exc:
+        bar.close()
+        echo(f"error: {one_line(exc)}", err=True)
+        sys.exit(1)
+    finally:
+        bar.close()
+    if as_json:
+        echo(json.dumps(report, indent=2))
+        return
+    for line in report["items"]:
+        echo(f"{line['item']}: {line['status']}: {printable(line['title'])[:70]} ({printable(line['message'])})")
+    echo(f"added {report['added']}, already in the library {report['already']}, metadata only "
+         f"{report['metadata_only']}, unchanged {report['unchanged']}, failed {report['failed']}, left for the next "
+         f"sync {report['left']}")
+    if report["failed"] and not (report["added"] or report["already"] or report["metadata_only"]):
+        sys.exit(1)
+
+
 @papers.command(name="list", help="List the papers in the library.")
 @click.option("--json", "as_json", is_flag=True)
 @data_dir_option

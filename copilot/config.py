@@ -197,6 +197,14 @@ class Settings(BaseSettings):
     )
     max_access_tokens: int = Field(10, ge=1, description="Personal access tokens (for agents) one user may hold.")
 
+    zotero_api_url: str = Field("https://api.zotero.org", description="Zotero's web API (its local API, Zotero 7 "
+                                "on the same machine, is chosen per connection).")
+    zotero_max_items: int = Field(200, ge=1, description="Zotero items one sync takes at most; the rest wait for "
+                                  "the next sync.")
+    zotero_max_mb: int = Field(200, ge=1, description="PDF bytes one Zotero sync reads at most, in MB; the rest wait "
+                               "for the next sync.")
+    zotero_timeout_s: float = Field(30.0, gt=0, description="Seconds one request to Zotero may take.")
+
     max_upload_mb: int = Field(50, ge=1, description="Largest PDF one upload may be, in MB (refused by the web "
                                "server before anything is stored).")
     max_papers_per_user: int = Field(100, ge=1, description="Uploads one user may keep in their library.")

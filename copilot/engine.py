@@ -10,6 +10,7 @@ message is the one line the user reads.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime, timedelta
 import threading
 import time
@@ -403,6 +404,52 @@ class Copilot(Answerer):
             raise NotFound(f"No source #{int(chunk_id)} in your library.")
         return {"id": chunk.id, "paper_id": paper.id, "title": paper.title, "section": chunk.section,
                 "page_start": chunk.page_start, "page_end": chunk.page_end, "text": chunk.text}
+
+    # ----- Zotero ------------------------------------------------------------------------------------
+
+    def connect_zotero(self, user_id: str, library_id: str, api_key: str = "", *, library_type: str = "user",
+                       collection: str = "", local: bool = False) -> dict[str, Any]:
+        """Keep the user's Zotero connection: a user or group library by id, the key sealed with the instance
+        secret (none: a public library, or Zotero's local API), optionally one collection. Replaces any earlier
+        one."""
+        library_id, collection = (library_id or "").strip(), (collection or "").strip()
+        api_key = (api_key or "").strip()
+        if library_type not in ("user", "group"):
+            raise UserError("A Zotero library is a 'user' or a 'group' library.")
+        if not re.fullmatch(r"\d{1,12}", library_id) and not (local and library_id in ("", "0")):
+            raise UserError("A Zotero library id is a number: your user id is on zotero.org/settings/keys.")
+        if collection and not re.fullmatch(r"[A-Z0-9]{8}", collection):
+            raise UserError("A Zotero collection key is 8 letters and digits (e.g. ABCD2345), from the collection's "
+                            "web address.")
+        if api_key and not re.fullmatch(r"[A-Za-z0-9]{8,64}", api_key):
+            raise UserError("That does not look like a Zotero API key (letters and digits, from "
+                            "zotero.org/settings/keys).")
+        sealed = access.seal(self.settings, api_key) if api_key else ""
+        self.store.zotero.connect(user_id, library_type=library_type, library_id=library_id or "0",
+                                  sealed_key=sealed, collection=collection, local=local)
+        return self.zotero_connection(user_id) or {}
+
+    def zotero_connection(self, user_id: str) -> dict[str, Any] | None:
+        """The user's Zotero connection as they may see it (never the key itself), or None."""
+        found = self.store.zotero.connection(user_id)
+        if found is None:
+            return None
+        return {"library_type": found["library_type"], "library_id": found["library_id"],
+                "collection": found["collection"], "local": bool(found["local"]), "has_key": bool(found["sealed_key"]),
+                "library_version": found["library_version"], "synced_at": found["synced_at"]}
+
+    def disconnect_zotero(self, user_id: str) -> None:
+        """Delete the user's Zotero connection and its key (the papers it brought stay)."""
+        if not self.store.zotero.disconnect(user_id):
+            raise NotFound("No Zotero library is connected.")
+
+    def sync_zotero(self, user_id: str, progress: Progress = no_progress, *, quotas: bool = False) -> dict[str, Any]:
+        """Take what is new or changed in the user's Zotero library (:func:`copilot.tasks.zotero.sync`)."""
+        from copilot.tasks import zotero
+
+        found = self.store.zotero.connection(user_id)
+        key = access.unseal(self.settings, found["sealed_key"]) if found and found["sealed_key"] else None
+        return zotero.sync(self, user_id, key, progress, quotas=quotas)
 
     # ----- personal access tokens (agents) -----------------------------------------------------------
 

@@ -26,7 +26,7 @@ def test_python_m_ingest_points_to_the_papers_group() -> None:
 def test_papers_and_bench_are_groups_of_the_one_command_line() -> None:
     assert {"papers", "bench", "ask", "thoughts", "draft", "ideas", "refresh", "doctor", "reindex", "migrate",
             "warmup"} <= set(cli.commands)
-    assert set(cli.commands["papers"].commands) == {"add", "list", "show", "remove"}
+    assert set(cli.commands["papers"].commands) == {"add", "list", "show", "remove", "sync-zotero"}
     assert cli.commands["bench"] is bench, "python -m copilot bench is python -m copilot.bench"
     shown = CliRunner().invoke(cli, ["bench", "--help"])
     assert shown.exit_code == 0 and "latency" in shown.output and "scale" in shown.output

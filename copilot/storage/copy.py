@@ -64,6 +64,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "eval_runs": ("id",),
     "usage_events": ("id",),
     "access_tokens": ("id",),
+    "zotero_connections": ("user_id",),
+    "zotero_items": ("user_id", "item_key"),
 }
 NOT_COPIED = ("_migrations", "vector_generations",
               *(f"{table}_fts{part}" for table in FULL_TEXT for part in ("", "_data", "_idx", "_docsize", "_config")))

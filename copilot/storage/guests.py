@@ -19,7 +19,7 @@ _ACTIVITY = (("papers", "added_at"), ("queries", "created_at"), ("memories", "cr
              ("access_tokens", "last_used_at"))
 # Records deleted by user id alone (papers, thoughts and memories go with their vectors and files first).
 _PLAIN = ("feedback", "conversation_turns", "conversations", "queries", "profiles", "follows", "refreshes",
-          "usage_events", "access_tokens")
+          "usage_events", "access_tokens", "zotero_items", "zotero_connections")
 
 
 class GuestRepository:

@@ -268,3 +268,16 @@ def m010_access_tokens(db: Database) -> None:
         pk="id", if_not_exists=True)
     db["access_tokens"].create_index(["token_hash"], unique=True, if_not_exists=True)
     db["access_tokens"].create_index(["user_id"], if_not_exists=True)
+
+
+@migration
+def m011_zotero(db: Database) -> None:
+    """A user's Zotero connection (its API key sealed with the instance secret; the library version synced to) and
+    each item synced, by its key and version, so a second sync takes only what is new or changed, and a sync cut
+    half-way resumes where it stopped."""
+    db["zotero_connections"].create(
+        {"user_id": str, "library_type": str, "library_id": str, "sealed_key": str, "collection": str,
+         "local": int, "library_version": int, "created_at": str, "synced_at": str}, pk="user_id", if_not_exists=True)
+    db["zotero_items"].create(
+        {"user_id": str, "item_key": str, "version": int, "status": str, "paper_id": str, "title": str,
+         "synced_at": str}, pk=("user_id", "item_key"), if_not_exists=True)

@@ -202,3 +202,18 @@ def m010_access_tokens(conn: Connection) -> None:
         CREATE UNIQUE INDEX access_tokens_token_hash ON access_tokens (token_hash);
         CREATE INDEX access_tokens_user_id ON access_tokens (user_id)
     """)
+
+
+@migration
+def m011_zotero(conn: Connection) -> None:
+    """A user's Zotero connection (its API key sealed with the instance secret; the library version synced to) and
+    each item synced, by its key and version, so a second sync takes only what is new or changed, and a sync cut
+    half-way resumes where it stopped."""
+    _run(conn, """
+        CREATE TABLE zotero_connections (
+            user_id TEXT PRIMARY KEY, library_type TEXT, library_id TEXT, sealed_key TEXT, collection TEXT,
+            local BIGINT, library_version BIGINT, created_at TEXT, synced_at TEXT);
+        CREATE TABLE zotero_items (
+            user_id TEXT, item_key TEXT, version BIGINT, status TEXT, paper_id TEXT, title TEXT, synced_at TEXT,
+            PRIMARY KEY (user_id, item_key))
+    """)

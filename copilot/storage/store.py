@@ -48,6 +48,7 @@ from copilot.storage.rows import SQLITE, from_blob, to_blob
 from copilot.storage.thoughts import ThoughtRepository
 from copilot.storage.guests import GuestRepository
 from copilot.storage.usage import UsageRepository
+from copilot.storage.zotero import ZoteroRepository
 from copilot.storage.vectors import IndexLog, IndexOptions, VectorIndex, remove_path
 from copilot.types import VectorFilter, VectorMeta
 
@@ -123,6 +124,7 @@ def attach_repositories(store: Store | PostgresStore) -> None:
     store.guests = GuestRepository(store)
     store.conversations = ConversationRepository(store)
     store.access_tokens = AccessTokenRepository(store)
+    store.zotero = ZoteroRepository(store)
 
 
 def checked_batch(records: Sequence[dict[str, Any]], vectors: np.ndarray) -> tuple[np.ndarray, list[str]]:

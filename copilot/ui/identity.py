@@ -17,13 +17,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from http.cookies import SimpleCookie
-from pathlib import Path
 from typing import Any
 
+from copilot.access import load_secret
 from copilot.errors import UserError
 from copilot.config import Settings
 
@@ -32,7 +31,6 @@ MCP_PATH = "/gradio_api/mcp"  # Gradio's MCP server (streamable HTTP, and SSE un
 RANDOM_BYTES = 24  # 192 bits: far past guessing
 TIME_BYTES = 5  # the issue time, in whole seconds since 1970
 DEFAULT_MAX_AGE_S = 30 * 24 * 3600  # a guest space outlives one visit from the same browser
-SECRET_FILE = "secret.key"
 
 
 class InvalidToken(UserError):
@@ -45,28 +43,6 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def load_secret(settings: Settings) -> bytes:
-    """``COPILOT_SECRET`` when set, else the key kept in the data directory (created once, readable by the owner
-    only), so tokens survive a restart."""
-    configured = settings.secret.get_secret_value()
-    if configured:
-        return configured.encode("utf-8")
-    path = Path(settings.data_dir) / SECRET_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        key = path.read_text(encoding="ascii").strip()
-        if len(key) < 32:
-            raise RuntimeError(f"{path} holds no usable secret: delete it (guests get new sessions) or set "
-                               "COPILOT_SECRET.") from None
-        return key.encode("ascii")
-    key = secrets.token_hex(32)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(key + "\n")
-    return key.encode("ascii")
 
 
 def guest_tokens(settings: Settings) -> GuestTokens:

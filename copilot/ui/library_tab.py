@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from copilot.ui import bibtex_panel, examples_panel, follow_panel
+from copilot.ui import bibtex_panel, examples_panel, follow_panel, zotero_panel
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
 from copilot.ui.library_format import (
@@ -56,6 +56,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             add_btn = gr.Button("Add selected papers", variant="primary", elem_id="arxiv-add")
             search_notice = gr.Markdown(elem_id="search-notice")
         bibtex = bibtex_panel.build(ctx, papers, table, discard_uploads)
+        zotero = zotero_panel.build(ctx, papers, table)
         matching = gr.Textbox(label="Filter your library", placeholder="words of a title, an author or an id",
                               elem_id="papers-filter")
         papers.render()
@@ -198,7 +199,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     matching.change(filter_papers, [matching], [papers], api_name="filter_papers", trigger_mode="always_last").then(
         shown, [matching], [papers, selected], api_visibility="private")
     select_all.click(all_shown, [matching], [selected], api_visibility="private")
-    changed = [add_evt, upload_evt, remove_evt, *follow["changed"], *bibtex["changed"], *examples["changed"]]
+    changed = [add_evt, upload_evt, remove_evt, *follow["changed"], *bibtex["changed"], *zotero["changed"],
+               *examples["changed"]]
     first_visit, first_visit_outputs = examples["shown"]
 
     @act

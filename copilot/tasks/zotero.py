@@ -1,0 +1,196 @@
+"""A Zotero library (or one of its collections) as a source of papers, through pyzotero, the maintained client.
+
+Each top-level item goes the way the library already knows: one with an arXiv id through the arXiv path, one with a
+stored PDF attachment through the upload path (with all its checks), any other is listed as "metadata only". Every
+item taken is recorded at once with its version, so a second sync takes only what is new or changed, and a sync cut
+half-way (an error, a limit) resumes where it stopped: the library version a sync saw becomes the next one's
+starting point only when it took everything. Zotero's refusals (a bad key, rate limits, a timeout) are one line.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from copilot.errors import UserError
+from ingest.models import Progress, no_progress
+from ingest.zotero import arxiv_id_of_item, is_stored_pdf
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
+
+PAGE = 100  # items per request, the web API's most
+LEFT = "left for the next sync"  # an item a limit of this sync left untaken
+SKIPPED_TYPES = ("note", "annotation")
+
+
+class ZoteroError(UserError):
+    """Zotero refused or could not be reached (one line; what was synced before it is kept)."""
+
+
+def _refusal(response: httpx.Response) -> None:
+    """httpx response hook: Zotero's refusals as one line, before pyzotero reads the response."""
+    status = response.status_code
+    if status < 400:
+        return
+    if status in (401, 403):
+        raise ZoteroError("Zotero refused the key: check the user or group id, and that the key may read this "
+                          "library.")
+    if status == 404:
+        raise ZoteroError("Zotero has no such library, collection or file: check the ids.")
+    if status == 429:
+        wait = response.headers.get("Retry-After") or response.headers.get("Backoff") or "a few"
+        raise ZoteroError(f"Zotero is limiting requests: sync again in {wait} seconds (what was synced is kept, "
+                          "and the next sync goes on from there).")
+    raise ZoteroError(f"Zotero answered with an error ({status}): try again later; what was synced is kept.")
+
+
+def client(connection: dict[str, Any], api_key: str | None, *, api_url: str, timeout_s: float) -> Any:  # noqa: ANN401
+    """A pyzotero client for ``connection`` (its stored fields), on the web API at ``api_url`` or Zotero 7's local
+    API, with a timeout and Zotero's refusals raised as :class:`ZoteroError`."""
+    from pyzotero import zotero
+
+    zot = zotero.Zotero(connection["library_id"], connection["library_type"], api_key or None,
+                        local=bool(connection["local"]))
+    if not connection["local"]:
+        zot.endpoint = api_url.rstrip("/")
+    zot.client.timeout = httpx.Timeout(timeout_s)
+    zot.client.event_hooks["response"].append(_refusal)
+    return zot
+
+
+def _call(step: Callable[[], Any]) -> Any:  # noqa: ANN401 - what pyzotero returns
+    """One request to Zotero, its network failures as one line."""
+    try:
+        return step()
+    except httpx.TimeoutException as exc:
+        raise ZoteroError("Zotero did not answer in time: sync again later; what was synced is kept.") from exc
+    except httpx.TransportError as exc:
+        raise ZoteroError("Zotero could not be reached: check the connection and sync again; what was synced is "
+                          "kept.") from exc
+
+
+def _pages(zot: Any, collection: str, since: int) -> Iterator[tuple[list[dict[str, Any]], int]]:  # noqa: ANN401
+    """The top-level items changed since library version ``since``, a page at a time (oldest change first), each
+    with the library's version when the listing began."""
+    params = {"since": since, "limit": PAGE, "sort": "dateModified", "direction": "asc"}
+    page = _call(lambda: zot.collection_items_top(collection, **params) if collection else zot.top(**params))
+    version = int(zot.request.headers.get("Last-Modified-Version") or since)
+    yield list(page), version
+    while zot.links and zot.links.get("next"):
+        yield list(_call(lambda: zot.follow())), version
+
+
+def _safe_name(text: str) -> str:
+    stem = re.sub(r"[^\w.-]+", "-", text).strip("-.")[:80] or "zotero"
+    return stem if stem.lower().endswith(".pdf") else f"{stem}.pdf"
+
+
+def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress = no_progress, *,
+         quotas: bool = False) -> dict[str, Any]:
+    """Take what is new or changed in the user's connected Zotero library (see the module docstring).
+
+    Returns the counts (``added``, ``already``, ``metadata_only``, ``unchanged``, ``failed``, ``left``: items left
+    for the next sync by the limits) and one line per item taken."""
+    settings, store = copilot.settings, copilot.store
+    connection = store.zotero.connection(user_id)
+    if connection is None:
+        raise UserError("Connect a Zotero library first (a user or group id and an API key, or Zotero's local API).")
+    zot = client(connection, api_key, api_url=settings.zotero_api_url, timeout_s=settings.zotero_timeout_s)
+    limit = settings.zotero_max_items
+    progress(0.0, "asking Zotero for what changed…")
+    since = int(connection["library_version"] or 0)
+    done = store.zotero.versions(user_id)
+    changed: list[dict[str, Any]] = []
+    counts: Counter[str] = Counter()
+    complete, version = True, since
+    for page, version in _pages(zot, connection["collection"] or "", since):
+        for listed in page:  # an item taken at this version before (by a sync that was cut) is not taken again
+            if done.get(listed["key"]) == int(listed.get("version") or 0):
+                counts["unchanged"] += 1
+            else:
+                changed.append(listed)
+        if len(changed) > limit:
+            complete = False
+            break
+    todo = changed[:limit]
+    counts["left"] = len(changed) - len(todo)
+    bytes_left = settings.zotero_max_mb * 1024 * 1024
+    lines: list[dict[str, Any]] = []
+    for n, item in enumerate(todo):
+        data = item.get("data") or {}
+        key, item_version = item["key"], int(item.get("version") or 0)
+        title = str(data.get("title") or data.get("filename") or key)
+        progress(n / max(1, len(todo)), f"[{n + 1}/{len(todo)}] {title[:60]}")
+        taken = _take(copilot, zot, user_id, data, key, quotas=quotas, bytes_left=bytes_left)
+        bytes_left -= taken.bytes_read
+        lines.append({"item": key, "title": title, "status": taken.status, "paper_id": taken.paper_id,
+                      "message": taken.message})
+        if taken.status in ("failed", LEFT):
+            complete = False  # taken again by the next sync
+            counts["left" if taken.status == LEFT else "failed"] += 1
+            continue
+        counts[taken.status.replace(" ", "_")] += 1
+        store.zotero.record_item(user_id, key, item_version, taken.status, taken.paper_id, title)
+    if complete and not counts["left"]:
+        store.zotero.finished(user_id, version)
+    progress(1.0, "done")
+    return {"added": counts["added"], "already": counts["already"], "metadata_only": counts["metadata_only"],
+            "unchanged": counts["unchanged"], "failed": counts["failed"], "left": counts["left"], "items": lines}
+
+
+@dataclass
+class Taken:
+    """What became of one item: ``status`` (added, already, metadata only, failed, or :data:`LEFT`)."""
+
+    status: str
+    paper_id: str | None
+    message: str
+    bytes_read: int = 0
+
+
+def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: str, *, quotas: bool,  # noqa: ANN401
+          bytes_left: int) -> Taken:
+    if data.get("itemType") in SKIPPED_TYPES:
+        return Taken("metadata only", None, "a note, not a paper")
+    arxiv_id = arxiv_id_of_item(data)
+    if arxiv_id:
+        try:
+            report = copilot.add_arxiv([arxiv_id], user_id, quotas=quotas)[0]
+        except UserError as exc:
+            return Taken("failed", None, str(exc))
+        return Taken(_status(report), report["ref"] if report["ok"] else None, report["message"])
+    pdfs = [data] if is_stored_pdf(data) else [
+        child["data"] for child in _call(lambda: zot.children(key)) if is_stored_pdf(child.get("data") or {})]
+    if not pdfs:
+        return Taken("metadata only", None, "no arXiv id and no stored PDF")
+    attachment = pdfs[0]
+    content = _call(lambda: zot.file(attachment["key"]))
+    if not isinstance(content, bytes | bytearray):
+        return Taken("failed", None, "Zotero sent no file for its PDF attachment")
+    if len(content) > bytes_left:
+        return Taken(LEFT, None, "left for the next sync: the bytes one sync may read are spent")
+    with tempfile.TemporaryDirectory(prefix="zotero-") as folder:
+        path = Path(folder) / _safe_name(str(attachment.get("filename") or data.get("title") or key))
+        path.write_bytes(bytes(content))
+        try:
+            if quotas:
+                copilot.admit(user_id, "upload")
+            report = copilot.upload([path], user_id, quotas=quotas)[0]
+        except UserError as exc:
+            return Taken("failed", None, str(exc), len(content))
+    return Taken(_status(report), report.get("paper_id"), report["message"], len(content))
+
+
+def _status(report: dict[str, Any]) -> str:
+    if not report["ok"]:
+        return "failed"
+    added = report.get("added", report.get("status") == "added")
+    return "added" if added else "already"

@@ -121,6 +121,20 @@ def test_a_collection_alone_and_a_limit_per_sync(copilot: Copilot, zotero) -> No
     assert _sync(copilot, "bob")["unchanged"] == 0, "a whole sync moves the starting point on"
 
 
+def test_the_pdf_bytes_of_one_sync_are_bounded(copilot: Copilot, zotero) -> None:  # noqa: ANN001
+    lib, _ = zotero
+    lib.items = [i for i in lib.items if i["key"].startswith(("PDF", "ATT"))]  # 430 KB, 700 KB, 175 KB in order
+    copilot.settings.zotero_max_mb = 1
+    copilot.connect_zotero("ada", USER, KEY)
+    first = copilot.sync_zotero("ada")
+    assert (first["added"], first["left"]) == (2, 1)
+    assert [i["item"] for i in first["items"] if i["status"] == "left for the next sync"] == ["PDF00002"]
+    assert _sync(copilot) == {"added": 1, "already": 0, "metadata_only": 0, "unchanged": 2, "failed": 0, "left": 0}
+    copilot.settings.max_upload_mb = 0  # an upload may be no PDF at all: a changed item's file is not read
+    lib.items[0]["version"] = 50
+    assert copilot.sync_zotero("ada")["items"][0]["message"].startswith("its PDF is larger than the 0 MB")
+
+
 def test_a_sync_cut_half_way_keeps_what_it_took_and_resumes(copilot: Copilot, zotero) -> None:  # noqa: ANN001
     lib, _ = zotero
     lib.fail_file = "ATT00002"  # the second PDF's download drops

@@ -88,6 +88,21 @@ def _pages(zot: Any, collection: str, since: int) -> Iterator[tuple[list[dict[st
         yield list(_call(lambda: zot.follow())), version
 
 
+def _download(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
+    """An attachment's file, read as it streams in; None once it passes ``most`` bytes (nothing more is read)."""
+    url = f"{zot.endpoint}/{zot.library_type}/{zot.library_id}/items/{key}/file"
+    with zot.client.stream("GET", url, headers=zot.default_headers()) as response:
+        if int(response.headers.get("Content-Length") or 0) > most:
+            return None
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > most:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _safe_name(text: str) -> str:
     stem = re.sub(r"[^\w.-]+", "-", text).strip("-.")[:80] or "zotero"
     return stem if stem.lower().endswith(".pdf") else f"{stem}.pdf"
@@ -172,10 +187,12 @@ def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: s
     if not pdfs:
         return Taken("metadata only", None, "no arXiv id and no stored PDF")
     attachment = pdfs[0]
-    content = _call(lambda: zot.file(attachment["key"]))
-    if not isinstance(content, bytes | bytearray):
-        return Taken("failed", None, "Zotero sent no file for its PDF attachment")
-    if len(content) > bytes_left:
+    most = min(bytes_left, copilot.settings.max_upload_mb * 1024 * 1024)
+    content = _call(lambda: _download(zot, attachment["key"], most))
+    if content is None:
+        if most < bytes_left:
+            return Taken("metadata only", None, f"its PDF is larger than the {copilot.settings.max_upload_mb} MB "
+                         "an upload may be")
         return Taken(LEFT, None, "left for the next sync: the bytes one sync may read are spent")
     with tempfile.TemporaryDirectory(prefix="zotero-") as folder:
         path = Path(folder) / _safe_name(str(attachment.get("filename") or data.get("title") or key))

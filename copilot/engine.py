@@ -411,7 +411,7 @@ class Copilot(Answerer):
                        collection: str = "", local: bool = False) -> dict[str, Any]:
         """Keep the user's Zotero connection: a user or group library by id, the key sealed with the instance
         secret (none: a public library, or Zotero's local API), optionally one collection. Replaces any earlier
-        one."""
+        one; the same library again keeps its stored key (unless a new one is given) and where its sync was."""
         library_id, collection = (library_id or "").strip(), (collection or "").strip()
         api_key = (api_key or "").strip()
         if library_type not in ("user", "group"):
@@ -424,8 +424,15 @@ class Copilot(Answerer):
         if api_key and not re.fullmatch(r"[A-Za-z0-9]{8,64}", api_key):
             raise UserError("That does not look like a Zotero API key (letters and digits, from "
                             "zotero.org/settings/keys).")
+        library_id = library_id or "0"
+        found = self.store.zotero.connection(user_id)
+        if found is not None and (found["library_type"], found["library_id"], found["collection"],
+                                  bool(found["local"])) == (library_type, library_id, collection, local):
+            if api_key:  # the same library: a new key, and the sync goes on from where it was
+                self.store.zotero.replace_key(user_id, access.seal(self.settings, api_key))
+            return self.zotero_connection(user_id) or {}
         sealed = access.seal(self.settings, api_key) if api_key else ""
-        self.store.zotero.connect(user_id, library_type=library_type, library_id=library_id or "0",
+        self.store.zotero.connect(user_id, library_type=library_type, library_id=library_id,
                                   sealed_key=sealed, collection=collection, local=local)
         return self.zotero_connection(user_id) or {}
 
@@ -443,13 +450,16 @@ class Copilot(Answerer):
         if not self.store.zotero.disconnect(user_id):
             raise NotFound("No Zotero library is connected.")
 
-    def sync_zotero(self, user_id: str, progress: Progress = no_progress, *, quotas: bool = False) -> dict[str, Any]:
-        """Take what is new or changed in the user's Zotero library (:func:`copilot.tasks.zotero.sync`)."""
+    def sync_zotero(self, user_id: str, progress: Progress = no_progress, *, quotas: bool = False,
+                    address: str | None = None) -> dict[str, Any]:
+        """Take what is new or changed in the user's Zotero library (:func:`copilot.tasks.zotero.sync`); with
+        ``quotas``, each paper counts against the user's allowances, and a guest's against its client
+        ``address``'s."""
         from copilot.tasks import zotero
 
         found = self.store.zotero.connection(user_id)
         key = access.unseal(self.settings, found["sealed_key"]) if found and found["sealed_key"] else None
-        return zotero.sync(self, user_id, key, progress, quotas=quotas)
+        return zotero.sync(self, user_id, key, progress, quotas=quotas, address=address)
 
     # ----- personal access tokens (agents) -----------------------------------------------------------
 
@@ -478,7 +488,15 @@ class Copilot(Answerer):
         """The user a personal access token acts as; None for an unknown or revoked one."""
         if not access.well_formed(secret):
             return None
-        return self.store.access_tokens.user_of(access.token_hash(secret))
+        found = self.store.access_tokens.user_of(access.token_hash(secret))
+        if found is None:
+            return None
+        user_id, created_at = found
+        # A guest's token lasts no longer than a guest's cookie: after that, the guest's space is forgotten.
+        if is_guest(user_id) and datetime.fromisoformat(created_at) < datetime.now(UTC) - timedelta(
+                days=self.settings.guest_days):
+            return None
+        return user_id
 
     # ----- the personalised ask ----------------------------------------------------------------------
 

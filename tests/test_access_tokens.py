@@ -41,6 +41,16 @@ def test_a_token_acts_as_its_user_until_revoked_and_only_its_hash_is_kept(copilo
         copilot.revoke_access_token("ada", token.id)
 
 
+def test_a_guests_token_lasts_no_longer_than_a_guests_cookie(copilot: Copilot) -> None:
+    from copilot.limits import GUEST_PREFIX
+
+    guest, member = f"{GUEST_PREFIX}ada", "hf:bob"
+    secrets = {user: copilot.create_access_token(user, "agent")[1] for user in (guest, member)}
+    copilot.store.conn.execute("UPDATE access_tokens SET created_at = ?", ["2020-01-01T00:00:00+00:00"])
+    assert copilot.token_user(secrets[guest]) is None, "past COPILOT_GUEST_DAYS"
+    assert copilot.token_user(secrets[member]) == member, "a signed-in user's token lasts until revoked"
+
+
 def test_tokens_per_user_are_bounded_and_named(copilot: Copilot) -> None:
     first, _ = copilot.create_access_token("ada", "")
     second, _ = copilot.create_access_token("ada", "x" * 500)

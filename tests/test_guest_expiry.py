@@ -21,7 +21,7 @@ PAPER = TEST_DATA / "papers" / "N18-3011.pdf"
 OLD = "2020-01-01T00:00:00+00:00"
 # Every table a guest's records live in, and the column naming its owner.
 OWNED = ["papers", "queries", "memories", "thoughts", "conversations", "conversation_turns", "profiles", "follows",
-         "usage_events", "access_tokens"]
+         "usage_events", "access_tokens", "zotero_connections"]
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ def _spend_a_visit(copilot: Copilot, user_id: str) -> str:
     copilot.store.usage.record(user_id, "question")
     _token, secret = copilot.create_access_token(user_id, "agent")
     assert copilot.token_user(secret) == user_id  # an agent's call, noted as the token's last use
+    copilot.connect_zotero(user_id, "475425", "ZoteroKey0123")  # a connection never synced
     for _ in copilot.chat_stream(user_id, "What is the literature graph?", paper_ids=[paper.paper_id]):
         pass
     copilot.flush(timeout=30)
@@ -63,7 +64,7 @@ def test_idle_guests_are_forgotten_and_everyone_else_is_kept(copilot: Copilot) -
         for table, column in [("papers", "added_at"), ("queries", "created_at"), ("memories", "created_at"),
                               ("thoughts", "updated_at"), ("conversations", "updated_at"),
                               ("profiles", "updated_at"), ("follows", "created_at"), ("usage_events", "at"),
-                              ("access_tokens", "last_used_at")]:
+                              ("access_tokens", "last_used_at"), ("zotero_connections", "created_at")]:
             store.conn.execute(f"UPDATE {table} SET {column} = ? WHERE user_id = ?", [OLD, user])
     # Another user's thought built on one of the idle guest's: the edge goes with it, nothing dangles.
     def thought(user: str, text: str, sources: list[ThoughtSource]) -> int:

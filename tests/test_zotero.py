@@ -95,6 +95,8 @@ def test_a_library_of_22_items_syncs_once_and_then_only_what_changed(copilot: Co
     assert {"2301.00001", "2301.00002"} <= set(mine) and sum(not p.shared for p in mine.values()) == 2
     assert _sync(copilot) == dict.fromkeys(("added", "already", "metadata_only", "unchanged", "failed", "left"), 0)
     assert len(copilot.papers("ada")) == len(mine), "nothing twice"
+    copilot.connect_zotero("ada", USER, "")  # the panel again, its key box empty: the stored key and place stay
+    assert copilot.zotero_connection("ada")["has_key"] and copilot.zotero_connection("ada")["library_version"] > 0
     # One new record, one PDF item edited in Zotero (a new version): only those two are read again.
     lib.items.append(item("META9999", 40, "book", "Added since"))
     lib.items[4]["version"] = lib.items[4]["data"]["version"] = 41
@@ -144,8 +146,12 @@ def test_a_sync_cut_half_way_keeps_what_it_took_and_resumes(copilot: Copilot, zo
     taken = all_rows(copilot.store, "zotero_items")
     assert [r["item_key"] for r in taken] == ["ARX00001", "ARX00002", "ARX00003", "ARX00004", "PDF00001"]
     lib.fail_file = None
-    resumed = _sync(copilot)
-    assert resumed == {"added": 1, "already": 1, "metadata_only": 15, "unchanged": 5, "failed": 0, "left": 0}
+    del lib.files["PDF00003"]  # a stored attachment whose file Zotero no longer has: listed, the sync goes on
+    resumed = copilot.sync_zotero("ada")
+    assert next(i for i in resumed["items"] if i["item"] == "PDF00003")["message"] == \
+        "its PDF is not in Zotero's storage"
+    resumed = {k: resumed[k] for k in ("added", "already", "metadata_only", "unchanged", "failed", "left")}
+    assert resumed == {"added": 1, "already": 0, "metadata_only": 16, "unchanged": 5, "failed": 0, "left": 0}
     assert len(all_rows(copilot.store, "zotero_items")) == 22
 
 

@@ -44,12 +44,13 @@ class AccessTokenRepository:
             return conn.execute("DELETE FROM access_tokens WHERE id = ? AND user_id = ?",
                                 [token_id, user_id]).rowcount == 1
 
-    def user_of(self, token_hash: str) -> str | None:
-        """The user whose token has this hash (None: no such token, or revoked), noting that it was used now."""
-        found = fetch_one(self._store.conn, "SELECT id, user_id FROM access_tokens WHERE token_hash = ?",
+    def user_of(self, token_hash: str) -> tuple[str, str] | None:
+        """The user whose token has this hash, and when it was made (None: no such token, or revoked), noting that
+        it was used now."""
+        found = fetch_one(self._store.conn, "SELECT id, user_id, created_at FROM access_tokens WHERE token_hash = ?",
                           [token_hash])
         if found is None:
             return None
         with self._store.transaction() as conn:
             conn.execute("UPDATE access_tokens SET last_used_at = ? WHERE id = ?", [utc_now(), found["id"]])
-        return str(found["user_id"])
+        return str(found["user_id"]), str(found["created_at"])

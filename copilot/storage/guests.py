@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 _ACTIVITY = (("papers", "added_at"), ("queries", "created_at"), ("memories", "created_at"),
              ("thoughts", "updated_at"), ("conversations", "updated_at"), ("profiles", "updated_at"),
              ("follows", "created_at"), ("feedback", "created_at"), ("usage_events", "at"),
-             ("access_tokens", "last_used_at"))
+             ("access_tokens", "COALESCE(last_used_at, created_at)"), ("zotero_connections", "created_at"),
+             ("zotero_connections", "synced_at"), ("zotero_items", "synced_at"))
 # Records deleted by user id alone (papers, thoughts and memories go with their vectors and files first).
 _PLAIN = ("feedback", "conversation_turns", "conversations", "queries", "profiles", "follows", "refreshes",
           "usage_events", "access_tokens", "zotero_items", "zotero_connections")

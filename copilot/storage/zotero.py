@@ -32,6 +32,11 @@ class ZoteroRepository:
                          "local, library_version, created_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
                          [user_id, library_type, library_id, sealed_key, collection, int(local), utc_now()])
 
+    def replace_key(self, user_id: str, sealed_key: str) -> None:
+        """A new key for the same library (where its sync was stays)."""
+        with self._store.transaction() as conn:
+            conn.execute("UPDATE zotero_connections SET sealed_key = ? WHERE user_id = ?", [sealed_key, user_id])
+
     def disconnect(self, user_id: str) -> bool:
         """Delete the connection and its key, and the record of what it synced (the papers stay)."""
         with self._store.transaction() as conn:

@@ -35,6 +35,10 @@ class ZoteroError(UserError):
     """Zotero refused or could not be reached (one line; what was synced before it is kept)."""
 
 
+class ZoteroNotFound(ZoteroError):
+    """Zotero has no such library, collection or file (an attachment whose file is not in Zotero's storage)."""
+
+
 def _refusal(response: httpx.Response) -> None:
     """httpx response hook: Zotero's refusals as one line, before pyzotero reads the response."""
     status = response.status_code
@@ -44,7 +48,7 @@ def _refusal(response: httpx.Response) -> None:
         raise ZoteroError("Zotero refused the key: check the user or group id, and that the key may read this "
                           "library.")
     if status == 404:
-        raise ZoteroError("Zotero has no such library, collection or file: check the ids.")
+        raise ZoteroNotFound("Zotero has no such library, collection or file: check the ids.")
     if status == 429:
         wait = response.headers.get("Retry-After") or response.headers.get("Backoff") or "a few"
         raise ZoteroError(f"Zotero is limiting requests: sync again in {wait} seconds (what was synced is kept, "
@@ -79,13 +83,13 @@ def _call(step: Callable[[], Any]) -> Any:  # noqa: ANN401 - what pyzotero retur
 
 def _pages(zot: Any, collection: str, since: int) -> Iterator[tuple[list[dict[str, Any]], int]]:  # noqa: ANN401
     """The top-level items changed since library version ``since``, a page at a time (oldest change first), each
-    with the library's version when the listing began."""
+    with the library's version when Zotero answered it."""
     params = {"since": since, "limit": PAGE, "sort": "dateModified", "direction": "asc"}
     page = _call(lambda: zot.collection_items_top(collection, **params) if collection else zot.top(**params))
-    version = int(zot.request.headers.get("Last-Modified-Version") or since)
-    yield list(page), version
+    yield list(page), int(zot.request.headers.get("Last-Modified-Version") or since)
     while zot.links and zot.links.get("next"):
-        yield list(_call(lambda: zot.follow())), version
+        page = _call(lambda: zot.follow())
+        yield list(page), int(zot.request.headers.get("Last-Modified-Version") or since)
 
 
 def _download(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
@@ -103,13 +107,20 @@ def _download(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - 
     return b"".join(chunks)
 
 
+def _local_file(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
+    """An attachment's file from Zotero 7's local API (which points at the file on this machine: pyzotero reads
+    it); None when it is larger than ``most`` bytes."""
+    content = zot.file(key)
+    return bytes(content) if isinstance(content, bytes | bytearray) and len(content) <= most else None
+
+
 def _safe_name(text: str) -> str:
-    stem = re.sub(r"[^\w.-]+", "-", text).strip("-.")[:80] or "zotero"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "zotero"
     return stem if stem.lower().endswith(".pdf") else f"{stem}.pdf"
 
 
 def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress = no_progress, *,
-         quotas: bool = False) -> dict[str, Any]:
+         quotas: bool = False, address: str | None = None) -> dict[str, Any]:
     """Take what is new or changed in the user's connected Zotero library (see the module docstring).
 
     Returns the counts (``added``, ``already``, ``metadata_only``, ``unchanged``, ``failed``, ``left``: items left
@@ -125,8 +136,9 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
     done = store.zotero.versions(user_id)
     changed: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
-    complete, version = True, since
+    complete, version, versions = True, since, set()
     for page, version in _pages(zot, connection["collection"] or "", since):
+        versions.add(version)
         for listed in page:  # an item taken at this version before (by a sync that was cut) is not taken again
             if done.get(listed["key"]) == int(listed.get("version") or 0):
                 counts["unchanged"] += 1
@@ -135,6 +147,8 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
         if len(changed) > limit:
             complete = False
             break
+    if len(versions) > 1:
+        complete = False  # the library changed while it was listed (pages may have shifted): list it again next time
     todo = changed[:limit]
     counts["left"] = len(changed) - len(todo)
     bytes_left = settings.zotero_max_mb * 1024 * 1024
@@ -144,7 +158,8 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
         key, item_version = item["key"], int(item.get("version") or 0)
         title = str(data.get("title") or data.get("filename") or key)
         progress(n / max(1, len(todo)), f"[{n + 1}/{len(todo)}] {title[:60]}")
-        taken = _take(copilot, zot, user_id, data, key, quotas=quotas, bytes_left=bytes_left)
+        taken = _take(copilot, zot, user_id, data, key, quotas=quotas, address=address, bytes_left=bytes_left,
+                      local=bool(connection["local"]))
         bytes_left -= taken.bytes_read
         lines.append({"item": key, "title": title, "status": taken.status, "paper_id": taken.paper_id,
                       "message": taken.message})
@@ -171,24 +186,30 @@ class Taken:
     bytes_read: int = 0
 
 
-def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: str, *, quotas: bool,  # noqa: ANN401
-          bytes_left: int) -> Taken:
+def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: str, *,  # noqa: ANN401
+          quotas: bool, address: str | None, bytes_left: int, local: bool) -> Taken:
     if data.get("itemType") in SKIPPED_TYPES:
         return Taken("metadata only", None, "a note, not a paper")
     arxiv_id = arxiv_id_of_item(data)
     if arxiv_id:
         try:
+            if quotas:
+                copilot.admit(user_id, "arxiv_add", address=address)
             report = copilot.add_arxiv([arxiv_id], user_id, quotas=quotas)[0]
         except UserError as exc:
             return Taken("failed", None, str(exc))
         return Taken(_status(report), report["ref"] if report["ok"] else None, report["message"])
-    pdfs = [data] if is_stored_pdf(data) else [
-        child["data"] for child in _call(lambda: zot.children(key)) if is_stored_pdf(child.get("data") or {})]
-    if not pdfs:
-        return Taken("metadata only", None, "no arXiv id and no stored PDF")
-    attachment = pdfs[0]
-    most = min(bytes_left, copilot.settings.max_upload_mb * 1024 * 1024)
-    content = _call(lambda: _download(zot, attachment["key"], most))
+    try:
+        pdfs = [data] if is_stored_pdf(data) else [
+            child["data"] for child in _call(lambda: zot.children(key)) if is_stored_pdf(child.get("data") or {})]
+        if not pdfs:
+            return Taken("metadata only", None, "no arXiv id and no stored PDF")
+        attachment = pdfs[0]
+        most = min(bytes_left, copilot.settings.max_upload_mb * 1024 * 1024)
+        content = _call(lambda: _local_file(zot, attachment["key"], most) if local
+                        else _download(zot, attachment["key"], most))
+    except ZoteroNotFound:
+        return Taken("metadata only", None, "its PDF is not in Zotero's storage")
     if content is None:
         if most < bytes_left:
             return Taken("metadata only", None, f"its PDF is larger than the {copilot.settings.max_upload_mb} MB "
@@ -199,7 +220,7 @@ def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: s
         path.write_bytes(bytes(content))
         try:
             if quotas:
-                copilot.admit(user_id, "upload")
+                copilot.admit(user_id, "upload", address=address)
             report = copilot.upload([path], user_id, quotas=quotas)[0]
         except UserError as exc:
             return Taken("failed", None, str(exc), len(content))

@@ -20,7 +20,8 @@ from copilot.answering import AskResult
 from copilot.config import Settings
 from copilot.ui.actions import REFUSED
 from copilot.ui.context import AppContext, page_error
-from copilot.ui.users import on_spaces
+from copilot.limits import is_guest
+from copilot.ui.users import client_address, on_spaces
 from ingest.errors import ArxivUnavailable
 
 PREFIX = "agent_"  # each tool's API endpoint is this and the tool's name
@@ -62,9 +63,12 @@ def _json(value: Any) -> str:  # noqa: ANN401 - any JSON value
 def register(ctx: AppContext) -> None:
     """Add the tools to the Blocks being built (call inside it)."""
 
-    def admit(user_id: str, action: str = "question", n: int = 1) -> None:
-        if ctx.quotas or user_id == ANONYMOUS:  # calls without a token share one allowance, even on one's own machine
-            ctx.copilot.admit(user_id, action, n)
+    def admit(user_id: str, request: gr.Request | None, action: str = "question", n: int = 1) -> None:
+        """The web app's limits, per user; a guest's token also counts against its client address's allowance, as
+        the guest's own page does. Calls without a token share one allowance, even on one's own machine."""
+        if ctx.quotas or user_id == ANONYMOUS:
+            address = client_address(request, ctx.settings) if is_guest(user_id) else None
+            ctx.copilot.admit(user_id, action, n, address=address)
 
     def refusals(fn: Any) -> Any:  # noqa: ANN401 - a tool function
         """A refusal is the call's error: one line, no server paths."""
@@ -93,7 +97,7 @@ def register(ctx: AppContext) -> None:
         if not (query or "").strip():
             raise gr.Error("Give words to search for.")
         user_id = agent_user(ctx, request, public=True)
-        admit(user_id, "search")
+        admit(user_id, request, "search")
         n = min(MAX_SEARCH_RESULTS, max(1, int(max_results or 5)))
         try:
             hits = ctx.copilot.search_arxiv(query, "all", n)
@@ -116,8 +120,8 @@ def register(ctx: AppContext) -> None:
         if not (paper or "").strip():
             raise gr.Error("Give an arXiv id or URL.")
         user_id = agent_user(ctx, request, public=False)
-        admit(user_id, "arxiv_job")
-        admit(user_id, "arxiv_add")
+        admit(user_id, request, "arxiv_job")
+        admit(user_id, request, "arxiv_add")
         report = ctx.copilot.add_arxiv([paper.strip()], user_id, {}, quotas=ctx.quotas)
         failed = [r for r in report if not r["ok"]]
         if failed and len(failed) == len(report):
@@ -139,6 +143,7 @@ def register(ctx: AppContext) -> None:
             those papers.
         """
         user_id = agent_user(ctx, request, public=True)
+        admit(user_id, request, "page")
         return _json([{"paper_id": p.id, "title": p.title, "authors": p.authors[:10],
                        "published": (p.published or "")[:10], "shared": p.shared, "passages": p.n_chunks}
                       for p in ctx.copilot.papers(user_id, matching)])
@@ -160,7 +165,7 @@ def register(ctx: AppContext) -> None:
             title, section, page; get_passage reads one), nearest (a declined question's closest passages).
         """
         user_id = agent_user(ctx, request, public=False)
-        admit(user_id)
+        admit(user_id, request)
         result = None
         for update in ctx.copilot.chat_stream(user_id, question, paper_ids=list(paper_ids) if paper_ids else None):
             result = update if isinstance(update, AskResult) else result
@@ -190,7 +195,7 @@ def register(ctx: AppContext) -> None:
             JSON: text (Markdown, unsupported sentences marked), references, bibtex, unsupported, notes.
         """
         user_id = agent_user(ctx, request, public=False)
-        admit(user_id)
+        admit(user_id, request)
         draft = ctx.copilot.draft("related", user_id, title=(title or "").strip(), abstract=(abstract or "").strip(),
                                   paper_ids=list(paper_ids) if paper_ids else None, search_arxiv=False)
         shown = draft.as_dict()
@@ -209,6 +214,7 @@ def register(ctx: AppContext) -> None:
             JSON: id, paper_id, title, section, page_start, page_end, text.
         """
         user_id = agent_user(ctx, request, public=True)
+        admit(user_id, request, "page")
         return _json(ctx.copilot.passage_text(user_id, int(source_id)))
 
     for fn in (search_papers, add_paper, list_papers, ask, draft_related_work, get_passage):

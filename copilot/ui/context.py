@@ -91,6 +91,11 @@ class AppContext:
         """Per-user quotas apply: the instance serves several people."""
         return not self.single_user
 
+    def address(self, user_id: str) -> str | None:
+        """The client address a guest last came from (None for anyone else, or not seen)."""
+        with self._lock:
+            return self._addresses.get(user_id)
+
     def admit(self, user_id: str, action: str = "question", n: int = 1) -> None:
         """Count a request of ``user_id`` against its limits on an instance that serves several people: a model
         request (``question``: a question, a draft, ideas), ``n`` arXiv requests (``search``), ``n`` uploads or a

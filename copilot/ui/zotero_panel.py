@@ -42,7 +42,7 @@ def build(ctx: AppContext, papers: gr.Dataframe, rows: Callable[[str], list[list
             collection = gr.Textbox(label="Only this collection (key, optional)", scale=2, elem_id="zotero-collection")
         with gr.Row():
             group = gr.Checkbox(label="A group library", scale=1)
-            local = gr.Checkbox(label="Zotero 7 on this machine (local API)", scale=2)
+            local = gr.Checkbox(label="Zotero 7 on this machine (local API)", scale=2, visible=ctx.single_user)
             sync_btn = gr.Button("Connect and sync", variant="primary", scale=2, elem_id="zotero-sync")
             disconnect_btn = gr.Button("Disconnect", scale=1, elem_id="zotero-disconnect")
         summary = gr.Markdown(elem_id="zotero-summary")
@@ -54,12 +54,15 @@ def build(ctx: AppContext, papers: gr.Dataframe, rows: Callable[[str], list[list
                     progress: gr.Progress = gr.Progress()) -> tuple[str, list[list[Any]], list[list[Any]], str]:
         """Connect a Zotero library (when an id is given, or the local API is chosen) and sync it: arXiv items are
         added, stored PDFs uploaded, other items listed; only what is new or changed since the last sync."""
+        if is_local and not ctx.single_user:
+            raise gr.Error("Zotero's local API is the library on this server's own machine: on a shared site, "
+                           "connect with your user id and an API key.")
         if (library or "").strip() or is_local:
             ctx.copilot.connect_zotero(user_id, library or "", key or "", collection=only or "", local=bool(is_local),
                                        library_type="group" if is_group else "user")
         ctx.admit(user_id, "arxiv_job")
         report = ctx.copilot.sync_zotero(user_id, lambda fraction, message: progress(fraction, desc=message),
-                                         quotas=ctx.quotas)
+                                         quotas=ctx.quotas, address=ctx.address(user_id))
         lines = [[i["item"], i["title"], i["status"], i.get("paper_id") or "", i["message"]] for i in report["items"]]
         return sync_summary(report), lines, rows(user_id), ""
 

@@ -5,6 +5,7 @@ Profile tab's API, and two users whose tokens see two libraries."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import shutil
 from typing import Any
@@ -57,7 +58,9 @@ class Agent:
             return out
 
     def run(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-        return asyncio.run(self._run(list(calls)))
+        # In a thread of its own: a caller may already run an event loop (Playwright's, in the browser tests).
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, self._run(list(calls))).result()
 
     def call(self, name: str, **arguments: Any) -> Any:  # noqa: ANN401 - the tool's JSON
         """One tool call's JSON; AssertionError carrying the message when the tool refused."""

@@ -1,6 +1,7 @@
 """A guest's work survives a restart: `python app.py` (what a Space runs) serves guests; one adds a paper and asks a
 question with the real embedded model; the app is stopped and started again on the same data directory with the
-same ``COPILOT_SECRET``; the same browser (the same cookie) still sees its paper and its kept conversation.
+same ``COPILOT_SECRET``; the same browser (the same cookie) still sees its paper and its kept conversation; then it
+makes an access token in the Profile tab, and its agent asks over MCP, answered by the embedded model.
 
 The test starts Debian's chromium itself and attaches Playwright to it, so that whatever happens the browser is
 killed at the end: a browser that stops answering can never hold the run."""
@@ -20,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, TEST_DATA, free_port
+from copilot.ui.agent_tools import NEEDS_TOKEN
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _tab, _wait_text
+from tests.test_mcp import Agent
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 QUESTION = "How is SPECTER trained?"
@@ -126,6 +129,19 @@ def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path
             # The page's own sign that it has read this guest's library, and found it empty.
             _wait_text(other, "#library-hint", "Start here", timeout=60_000)
             assert "SPECTER" not in other.locator("#papers-table").inner_text()
+            # The same guest's agent: a token made in the Profile tab, then the MCP tool `ask`, answered by the
+            # embedded model from the guest's own upload (its sources and evidence, or a decline with the nearest).
+            _tab(page, "Profile")
+            page.locator("#agents").get_by_text("Agents (MCP)").click()
+            page.locator("#token-name input, #token-name textarea").first.fill("laptop")
+            page.locator("#token-create").click()
+            _wait_text(page, "#token-status", "created", timeout=60_000)
+            token = page.locator("#token-secret input, #token-secret textarea").first.input_value()
+            answer = Agent(url, token).call("ask", question=QUESTION)
+            assert answer["model"] == "local:qwen2.5-coder-0.5b" and answer["sources"], answer
+            assert all(s["title"] and s["paper_id"].startswith("pdf-") for s in answer["sources"])
+            assert answer["evidence"] if not answer["declined"] else answer["nearest"], answer
+            assert NEEDS_TOKEN in Agent(url).refusal("ask", question=QUESTION)
     except Exception as exc:
         raise AssertionError(f"{exc}\n--- the app's log ---\n{log.read_text(errors='replace')[-3000:]}") from exc
     finally:

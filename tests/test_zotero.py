@@ -101,6 +101,12 @@ def test_a_library_of_22_items_syncs_once_and_then_only_what_changed(copilot: Co
     lib.items.append(item("META9999", 40, "book", "Added since"))
     lib.items[4]["version"] = lib.items[4]["data"]["version"] = 41
     assert _sync(copilot) == {"added": 0, "already": 1, "metadata_only": 1, "unchanged": 0, "failed": 0, "left": 0}
+    # A PDF attached in Zotero to a record taken before (its parent's version stays): the record is taken again.
+    lib.items.append(attachment("ATT00009", "META0003", 42, "found-later.pdf"))
+    lib.files["ATT00009"] = MORE / "D19-1371.scibert-table-page.pdf"
+    later = copilot.sync_zotero("ada")
+    assert [(i["item"], i["status"]) for i in later["items"]] == [("META0003", "already")], later["items"]
+    assert _sync(copilot)["already"] == 0, "and not again"
     copilot.disconnect_zotero("ada")
     assert copilot.zotero_connection("ada") is None and all_rows(copilot.store, "zotero_connections") == []
     with pytest.raises(NotFound):

@@ -111,6 +111,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 headers["Link"] = f'<{link}>; rel="next"'
             self._send(200, json.dumps(page).encode(), "application/json", headers)
             return
+        if rest == ["items"]:  # every item (children too), here only by type and version, as the sync asks
+            since = int(query.get("since", 0))
+            found = sorted((i for i in library.items if i["version"] > since
+                            and i["data"]["itemType"] == query.get("itemType", i["data"]["itemType"])),
+                           key=lambda i: i["version"])
+            self._send(200, json.dumps(found[:int(query.get("limit", 25))]).encode(), "application/json",
+                       {"Last-Modified-Version": str(library.version), "Total-Results": str(len(found))})
+            return
+        if len(rest) == 2 and rest[0] == "items":
+            found = [i for i in library.items if i["key"] == rest[1]]
+            if not found:
+                self._error(404, "Not found")
+                return
+            self._send(200, json.dumps(found[0]).encode(), "application/json",
+                       {"Last-Modified-Version": str(library.version)})
+            return
         if len(rest) == 3 and rest[0] == "items" and rest[2] == "children":
             self._send(200, json.dumps(library.children(rest[1])).encode(), "application/json",
                        {"Last-Modified-Version": str(library.version)})

@@ -44,6 +44,12 @@ class ZoteroRepository:
             conn.execute("DELETE FROM zotero_items WHERE user_id = ?", [user_id])
         return gone == 1
 
+    def records_only(self, user_id: str) -> set[str]:
+        """The items a sync took as records only (no arXiv id, no stored PDF then)."""
+        return {r["item_key"] for r in fetch_all(
+            self._store.conn, "SELECT item_key FROM zotero_items WHERE user_id = ? AND status = 'metadata only'",
+            [user_id])}
+
     def versions(self, user_id: str) -> dict[str, int]:
         """Each item synced before, and the version it had then."""
         return {r["item_key"]: int(r["version"]) for r in fetch_all(

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 PAGE = 100  # items per request, the web API's most
 LEFT = "left for the next sync"  # an item a limit of this sync left untaken
+MAX_ATTACHMENT_PAGES = 20  # pages of changed attachments one sync reads (a PDF added to a record taken before)
 SKIPPED_TYPES = ("note", "annotation")
 
 
@@ -114,6 +115,21 @@ def _local_file(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 
     return bytes(content) if isinstance(content, bytes | bytearray) and len(content) <= most else None
 
 
+def _gained_a_pdf(zot: Any, since: int, records_only: set[str],  # noqa: ANN401 - a pyzotero client
+                  listed: set[str]) -> list[dict[str, Any]]:
+    """Items taken before as records only that have gained a stored PDF since library version ``since``: a new child
+    attachment leaves its parent's version as it was, so the top-level listing does not show them."""
+    if not records_only:
+        return []
+    params = {"since": since, "itemType": "attachment", "limit": PAGE}
+    pages = [_call(lambda: zot.items(**params))]
+    while zot.links and zot.links.get("next") and len(pages) < MAX_ATTACHMENT_PAGES:
+        pages.append(_call(lambda: zot.follow()))
+    parents = [a["data"].get("parentItem") for page in pages for a in page if is_stored_pdf(a.get("data") or {})]
+    wanted = list(dict.fromkeys(p for p in parents if p in records_only and p not in listed))
+    return [_call(lambda key=key: zot.item(key)) for key in wanted]
+
+
 def _safe_name(text: str) -> str:
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "zotero"
     return stem if stem.lower().endswith(".pdf") else f"{stem}.pdf"
@@ -149,6 +165,8 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
             break
     if len(versions) > 1:
         complete = False  # the library changed while it was listed (pages may have shifted): list it again next time
+    if since and complete:
+        changed += _gained_a_pdf(zot, since, store.zotero.records_only(user_id), {i["key"] for i in changed})
     todo = changed[:limit]
     counts["left"] = len(changed) - len(todo)
     bytes_left = settings.zotero_max_mb * 1024 * 1024

@@ -71,6 +71,11 @@ class AskResult:
     fallback: str = ""  # why the model asked for failed and the instance's own model answered instead
     rechecks: int = 0  # the answers the model wrote again to recheck this one (COPILOT_RECHECK_SAMPLES)
 
+    @property
+    def answer_calls(self) -> int:
+        """The LLM calls that wrote the answer: the answer and its rechecks (the thought's come on top)."""
+        return 1 + self.rechecks
+
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
         return {
@@ -90,7 +95,7 @@ class AskResult:
                         for n, s in enumerate(self.sources, start=1)],
             "thought": self.thought.as_dict() if self.thought else {"outcome": "pending"},
             # the answer, its rechecks, then the thought
-            "llm_calls": 1 + self.rechecks + (self.thought.llm_calls if self.thought else 0),
+            "llm_calls": self.answer_calls + (self.thought.llm_calls if self.thought else 0),
             "rechecks": self.rechecks,
             "timings": self.timings,
             **checked,
@@ -694,7 +699,7 @@ class Answerer:
                                                           .timestamp()), 1)
             return self.store.queries.record_outcome(job.query_id, thought_id=outcome.thought_id,
                                                      outcome=outcome.outcome, reason=outcome.reason, timings=timings,
-                                                     llm_calls=1 + (mine[0].rechecks if mine else 0)
+                                                     llm_calls=(mine[0].answer_calls if mine else 1)
                                                      + outcome.llm_calls)
 
         with scheduling(job.user_id, Priority.BACKGROUND):  # its LLM calls go after every waiting answer

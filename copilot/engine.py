@@ -373,10 +373,7 @@ class Copilot(Answerer):
         paper whose stored PDF is gone says so (its chunks still answer questions)."""
         from copilot.passages import render_passage
 
-        chunk = self.store.chunks.visible(int(chunk_id), user_id)
-        paper = self.store.papers.get(chunk.paper_id, user_id) if chunk is not None else None
-        if chunk is None or paper is None or chunk.id is None:
-            raise NotFound(f"No source #{int(chunk_id)} in your library.")
+        chunk, paper = self._visible_source(user_id, chunk_id)
         stored = Path(paper.pdf_path or "")
         # The data directory may have moved since the paper was added: the file keeps its name in pdfs/.
         pdf = next((p for p in (stored, self.library.pdf_dir / stored.name) if paper.pdf_path and p.is_file()), None)
@@ -395,13 +392,19 @@ class Copilot(Answerer):
                        shown.pages, shown.png, shown.width, shown.height, highlights=shown.located.rects,
                        coverage=round(shown.located.coverage, 3))
 
-    def passage_text(self, user_id: str, chunk_id: int) -> dict[str, Any]:
-        """A source's text with its paper, section and pages (what an agent quotes), for a chunk of a paper the
-        user may see; any other id is refused as a missing one is."""
+    def _visible_source(self, user_id: str | None, chunk_id: int) -> tuple[Any, Any]:
+        """A chunk of a paper the user may see, and its paper; any other id is refused as a missing one is, so an
+        id tells nothing."""
         chunk = self.store.chunks.visible(int(chunk_id), user_id)
         paper = self.store.papers.get(chunk.paper_id, user_id) if chunk is not None else None
-        if chunk is None or paper is None:
+        if chunk is None or paper is None or chunk.id is None:
             raise NotFound(f"No source #{int(chunk_id)} in your library.")
+        return chunk, paper
+
+    def passage_text(self, user_id: str, chunk_id: int) -> dict[str, Any]:
+        """A source's text with its paper, section and pages (what an agent quotes), for a chunk of a paper the
+        user may see (:meth:`_visible_source`)."""
+        chunk, paper = self._visible_source(user_id, chunk_id)
         return {"id": chunk.id, "paper_id": paper.id, "title": paper.title, "section": chunk.section,
                 "page_start": chunk.page_start, "page_end": chunk.page_end, "text": chunk.text}
 

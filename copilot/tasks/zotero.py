@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 PAGE = 100  # items per request, the web API's most
 LEFT = "left for the next sync"  # an item a limit of this sync left untaken
+MAX_LIST_PAGES = 100  # pages of changed items one sync lists at most (10,000 items); past them, the next sync goes on
 MAX_ATTACHMENT_PAGES = 20  # pages of changed attachments one sync reads (a PDF added to a record taken before)
 SKIPPED_TYPES = ("note", "annotation")
 
@@ -88,7 +89,9 @@ def _pages(zot: Any, collection: str, since: int) -> Iterator[tuple[list[dict[st
     params = {"since": since, "limit": PAGE, "sort": "dateModified", "direction": "asc"}
     page = _call(lambda: zot.collection_items_top(collection, **params) if collection else zot.top(**params))
     yield list(page), int(zot.request.headers.get("Last-Modified-Version") or since)
-    while zot.links and zot.links.get("next"):
+    for _ in range(MAX_LIST_PAGES - 1):
+        if not (zot.links and zot.links.get("next")):
+            return
         page = _call(lambda: zot.follow())
         yield list(page), int(zot.request.headers.get("Last-Modified-Version") or since)
 
@@ -163,8 +166,10 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
         if len(changed) > limit:
             complete = False
             break
-    if len(versions) > 1:
-        complete = False  # the library changed while it was listed (pages may have shifted): list it again next time
+    if len(versions) > 1 or (zot.links and zot.links.get("next")):
+        # The library changed while it was listed (pages may have shifted), or more pages than one sync lists: the
+        # starting point stays, and the next sync lists it again (what was taken is skipped as unchanged).
+        complete = False
     if since and complete:
         changed += _gained_a_pdf(zot, since, store.zotero.records_only(user_id), {i["key"] for i in changed})
     todo = changed[:limit]

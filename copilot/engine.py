@@ -382,7 +382,8 @@ class Copilot(Answerer):
                             "shown; add the paper again to see them.")
         try:
             shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi,
-                                   max_side_px=self.settings.passage_max_side_px)
+                                   max_side_px=self.settings.passage_max_side_px,
+                                   region=chunk.bbox if "\n|" in chunk.text else None)
         except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
             # The detail (which may name the server's file) goes to the log, not to the visitor.
             logger.warning("rendering chunk %s of %s failed: %s", chunk.id, paper.id, exc)

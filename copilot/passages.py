@@ -164,9 +164,11 @@ class Rendered:
 
 
 def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi: int,
-                   max_side_px: int = MAX_SIDE_PX) -> Rendered:
+                   max_side_px: int = MAX_SIDE_PX, region: Rect | None = None) -> Rendered:
     """Render the pages of ``pdf`` that hold ``text`` (searched on ``page_start``..``page_end`` and one page
-    either side) with it highlighted; when it cannot be found, ``page_start`` is shown as it is."""
+    either side) with it highlighted; when it cannot be found, ``page_start`` is shown as it is. A source with a
+    ``region`` on ``page_start`` (a table read cell by cell, whose text is its rows under its caption and header,
+    not the page's order of words) has that region highlighted."""
     import pymupdf
 
     from ingest.pdf.document import _quiet_mupdf  # the parser's lock: PyMuPDF is used by one thread at a time
@@ -176,8 +178,12 @@ def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi:
         try:
             n = doc.page_count
             first, last = max(1, page_start - 1), min(n, page_end + 1)
-            words = {p: page_words(doc[p - 1].get_text("words"), p) for p in range(first, last + 1)}
-            located = locate(text, words)
+            if region is not None and 1 <= page_start <= n:
+                size = len(chunk_words(text))
+                located = Located({page_start: [tuple(region)]}, 1.0, size, size)
+            else:
+                words = {p: page_words(doc[p - 1].get_text("words"), p) for p in range(first, last + 1)}
+                located = locate(text, words)
             shown = sorted(located.rects, key=lambda p: -len(located.rects[p]))[:MAX_PAGES]
             shown = sorted(shown) or [min(max(1, page_start), n)]
             pixmaps = []

@@ -275,6 +275,7 @@ class Chunk:
     id: int | None = None
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
     paper_title: str | None = None
+    bbox: tuple[float, float, float, float] | None = None  # a table's region on its page (PDF points)
 
 
 @dataclass

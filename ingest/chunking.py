@@ -116,9 +116,15 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
                 n_tokens=n,
             ))
     for note in parsed.notes:
+        section = NOTE_SECTIONS.get(note.kind, note.kind.title())
+        if note.whole:  # a table's rows under its caption and header: one source as it is
+            n = len(_token_spans(tokenizer, note.text))
+            chunks.append(PaperChunk(paper_id, len(chunks), section, note.text, note.page, note.page, 0,
+                                     len(note.text), n, note.bbox))
+            continue
         for start, end, n in split_spans(tokenizer, note.text, options):
             if n < options.min_tokens:
                 continue
-            chunks.append(PaperChunk(paper_id, len(chunks), NOTE_SECTIONS.get(note.kind, note.kind.title()),
-                                     note.text[start:end], note.page, note.page, start, end, n))
+            chunks.append(PaperChunk(paper_id, len(chunks), section, note.text[start:end], note.page, note.page,
+                                     start, end, n, note.bbox))
     return chunks

@@ -60,6 +60,8 @@ class Note:
     kind: str  # "footnote" or "table"
     page: int  # 1-based
     text: str
+    bbox: tuple[float, float, float, float] | None = None  # its region on the page (PDF points, top-left origin)
+    whole: bool = False  # one source as it is (a table's rows under its caption and header), never split
 
 
 @dataclass
@@ -109,3 +111,4 @@ class PaperChunk:
     char_start: int
     char_end: int
     n_tokens: int  # in the embedder's tokens
+    bbox: tuple[float, float, float, float] | None = None  # a table's region on its page (PDF points)

@@ -81,6 +81,8 @@ def test_the_highlight_covers_the_chunk_and_little_else(chunked: dict[str, list]
     for name, chunks in chunked.items():
         with pymupdf.open(TEST_PAPERS / f"{name}.pdf") as doc:
             for chunk in chunks[1::8]:
+                if chunk.bbox is not None and "\n|" in chunk.text:
+                    continue  # a table read cell by cell: its region is highlighted (the test below)
                 near = {p: page_words(doc[p - 1].get_text("words"), p)
                         for p in range(max(1, chunk.page_start - 1), min(doc.page_count, chunk.page_end + 1) + 1)}
                 found = locate(chunk.text, near)
@@ -92,6 +94,24 @@ def test_the_highlight_covers_the_chunk_and_little_else(chunked: dict[str, list]
                 inside = sum(1 for w in under if w in wanted or any(x.startswith(w) or x.endswith(w) for x in wanted))
                 assert under and inside / len(under) >= 0.9, (name, chunk.seq, inside, len(under))
                 assert len(set(under) & wanted) >= 0.85 * len(wanted), (name, chunk.seq)
+
+
+def test_a_table_read_cell_by_cell_has_its_region_highlighted(chunked: dict[str, list]) -> None:
+    """A table's source is its rows under its caption and header, not the page's order of words: the passage view
+    highlights the table's region, which holds the values of the source's rows."""
+    tables = [c for c in chunked["N18-3011"] if c.section == "Table" and "\n|" in c.text]
+    assert tables and all(c.bbox is not None for c in tables)
+    chunk = next(c for c in tables if "Without LM" in c.text)
+    shown = render_passage(TEST_PAPERS / "N18-3011.pdf", chunk.text, chunk.page_start, chunk.page_end, dpi=72,
+                           region=chunk.bbox)
+    assert shown.pages == [chunk.page_start] and shown.located.rects == {chunk.page_start: [chunk.bbox]}
+    with pymupdf.open(TEST_PAPERS / "N18-3011.pdf") as doc:
+        under = {w[4] for w in doc[chunk.page_start - 1].get_text("words") if _covered(w[:4], [chunk.bbox])}
+    assert {"49.9", "54.1", "55.2"} <= under, under
+    image = pymupdf.Pixmap(shown.png)
+    x0, y0, x1, y1 = chunk.bbox
+    samples = [image.pixel(int(x), int(y0) + 2) for x in range(int(x0) + 2, int(x1) - 2)]
+    assert sum(1 for r, g, b in samples if r > 200 and g > 170 and b < 120) >= 0.4 * len(samples)
 
 
 def test_the_rendered_page_shows_the_highlight(chunked: dict[str, list]) -> None:

@@ -194,6 +194,41 @@ def qa(models_: str, passes: int, limit: int | None, kinds: str, papers: tuple[s
         print(bench_qa.markdown(rows))
 
 
+@bench.command(help="Tables read cell by cell on the shared papers, and table facts answered through the chat (see "
+               "copilot/bench/tables.py).")
+@click.option("--model", default="", help="An embedded model's name or a GGUF path (default: the embedded default).")
+@click.option("--no-answers", is_flag=True, help="Only detection and cell accuracy (no model).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Ask only the first N table questions.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def tables(model: str, no_answers: bool, limit: int | None, as_json: bool) -> None:
+    from copilot.bench import tables as bench_tables
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    settings = Settings()
+    apply_offline_defaults(settings)
+    found = bench_tables.structure()
+    log(f"{found['tables_detected']} tables read cell by cell of {found['tables_true']}; cell accuracy "
+        f"{found['cell_accuracy']} on {found['truth_tables']} truth tables")
+    from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
+
+    model = model or settings.llm_model or DEFAULT_EMBEDDED_MODEL
+    asked = {"model": model} if no_answers else bench_tables.answers(model, log, settings, limit)
+    result = {k: (found | asked).get(k) for k in bench_tables.JSON_KEYS}
+    if as_json:
+        print(json.dumps(result), flush=True)
+        return
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    for table in found["per_table"]:
+        print(f"  {table['paper']} table {table['table']}: {'found' if table['found'] else 'NOT FOUND'}, cells "
+              f"{table['cells_right']}/{table['cells']}, header {table['header_right']}/{table['header']}")
+    for row in asked.get("details", []):
+        mark = "right" if row["right"] else "declined" if row["declined"] else "wrong"
+        print(f"  {row['id']} {mark}: {row['answer'][:100]!r}")
+
+
 @bench.command(help="Every embedded model through the same paths, and the default chosen (see "
                "copilot/bench/models.py).")
 @click.option("--quick", is_flag=True, help="8 lookup questions with answers of up to 64 tokens, 8 calibration pairs, "

@@ -15,11 +15,26 @@ if TYPE_CHECKING:
     from copilot.storage.store import Store
 
 _FIELDS = ("paper_id", "seq", "section", "text", "page_start", "page_end", "char_start", "char_end", "n_tokens")
-_SELECT = ", ".join(f"c.{name}" for name in ("id", *_FIELDS))
+_SELECT = ", ".join(f"c.{name}" for name in ("id", *_FIELDS, "bbox"))
+
+
+def box_text(box: Sequence[float] | None) -> str | None:
+    """A region as stored: "x0,y0,x1,y1"."""
+    return None if box is None else ",".join(f"{v:g}" for v in box)
+
+
+def box_of(text: str | None) -> tuple[float, float, float, float] | None:
+    """A stored region read back (None when there is none, or it is not four numbers)."""
+    try:
+        values = tuple(float(v) for v in (text or "").split(","))
+    except ValueError:
+        return None
+    return values if len(values) == 4 else None  # type: ignore[return-value]
 
 
 def _chunk(row: dict[str, Any]) -> Chunk:
     blob = row.pop("embedding", None)
+    row["bbox"] = box_of(row.get("bbox"))
     return Chunk(**row, vector=None if blob is None else from_blob(blob))
 
 
@@ -31,7 +46,7 @@ class ChunkRepository:
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[int]:
         """Insert chunks with their embeddings (after their paper, in the same transaction); returns the ids."""
-        records = [{name: getattr(c, name) for name in _FIELDS} for c in chunks]
+        records = [{**{name: getattr(c, name) for name in _FIELDS}, "bbox": box_text(c.bbox)} for c in chunks]
         return self._store.insert_with_vectors("chunks", records, vectors)
 
     def delete(self, ids: Sequence[int]) -> int:
@@ -70,7 +85,7 @@ class ChunkRepository:
         rows = self._store.conn.execute(
             f"SELECT {_SELECT}, p.title, c.embedding FROM chunks c LEFT JOIN papers p ON p.id = c.paper_id "
             f"WHERE c.id IN ({marks(ids)}) ORDER BY c.id", list(ids)).fetchall()
-        return [Chunk(*r[1:10], id=r[0], paper_title=r[10], vector=from_blob(r[11])) for r in rows]
+        return [Chunk(*r[1:10], id=r[0], bbox=box_of(r[10]), paper_title=r[11], vector=from_blob(r[12])) for r in rows]
 
     def visible(self, chunk_id: int, user_id: str | None) -> Chunk | None:
         """The chunk with its paper's title, or None when it is gone or its paper is not ``user_id``'s to see."""

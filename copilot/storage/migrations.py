@@ -281,3 +281,10 @@ def m011_zotero(db: Database) -> None:
     db["zotero_items"].create(
         {"user_id": str, "item_key": str, "version": int, "status": str, "paper_id": str, "title": str,
          "synced_at": str}, pk=("user_id", "item_key"), if_not_exists=True)
+
+
+@migration
+def m012_chunk_regions(db: Database) -> None:
+    """A chunk's region on its page ("x0,y0,x1,y1" in PDF points): a table's, which the passage view highlights."""
+    if "bbox" not in db["chunks"].columns_dict:
+        db["chunks"].add_column("bbox", str)

@@ -217,3 +217,9 @@ def m011_zotero(conn: Connection) -> None:
             user_id TEXT, item_key TEXT, version BIGINT, status TEXT, paper_id TEXT, title TEXT, synced_at TEXT,
             PRIMARY KEY (user_id, item_key))
     """)
+
+
+@migration
+def m012_chunk_regions(conn: Connection) -> None:
+    """A chunk's region on its page ("x0,y0,x1,y1" in PDF points): a table's, which the passage view highlights."""
+    _run(conn, "ALTER TABLE chunks ADD COLUMN bbox TEXT")

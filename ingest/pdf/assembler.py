@@ -94,7 +94,7 @@ class _Assembler:
         title_lines = _find_title(self.pages, self.body_size)
         self.title_ids = {id(line) for line in title_lines}
         for page in self.pages:
-            self.notes += [Note("table", page.number + 1, text) for text in page.tables
+            self.notes += [Note("table", page.number + 1, text, bbox, whole) for text, bbox, whole in page.tables
                            if text not in self._note_texts and not self._note_texts.add(text)]
             ordered = _reading_order(page)
             captions = [b for b in ordered if _is_caption(b)]
@@ -207,7 +207,8 @@ class _Assembler:
             return
         self._note_texts.add(text)
         if block.is_debris:
-            self.notes.append(Note("table", block.page + 1, table_rows(block.lines)))
+            box = (round(block.x0, 1), round(block.y0, 1), round(block.x1, 1), round(block.y1, 1))
+            self.notes.append(Note("table", block.page + 1, table_rows(block.lines), box))
         else:
             self.notes.append(Note("footnote", block.page + 1, text))
 

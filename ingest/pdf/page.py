@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
+from ingest.pdf.tables import has_table_caption, read_tables
+
 # Without TEXT_PRESERVE_LIGATURES, MuPDF expands ligatures ("ﬁ" -> "fi") itself; images are not needed.
 _TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 # Fallback for ligature code points a font maps explicitly, which MuPDF passes through.
@@ -105,7 +107,8 @@ class _Page:
     blocks: list[_Block]
     n_letters: int = 0  # letters and digits on the page
     has_images: bool = False  # only looked up for pages without text: a scanned page
-    tables: list[str] = field(default_factory=list)  # each table zone's text: one row a line, cells " | "
+    # each table's sources: (text, region) of a table read cell by cell (Markdown, whole), or of a rule zone's rows
+    tables: list[tuple[str, tuple[float, float, float, float], bool]] = field(default_factory=list)
 
 
 def _read_page(page: pymupdf.Page) -> _Page:
@@ -114,9 +117,15 @@ def _read_page(page: pymupdf.Page) -> _Page:
     captions = [line for lines in raw_blocks for line in lines if _CAPTION.match(line.text)]
     prose = [_Block(lines, page.number) for lines in raw_blocks if _is_justified(lines)]
     zones = _table_zones(page, captions, prose)
+    found = read_tables(page, _caption_blocks(raw_blocks)) if has_table_caption([c.text for c in captions]) else []
+    structured = [pymupdf.Rect(t.bbox) for t in found]
+    # A table read cell by cell stands for the rule zones it covers; its lines leave the page's text.
+    zones = [z for z in zones if not any(_covers(box, z) for box in structured)]
     blocks: list[_Block] = []
     cells: list[list[_Line]] = [[] for _ in zones]
     for lines in raw_blocks:
+        if structured:
+            lines = [line for line in lines if _zone_of(line, structured) is None]
         if zones:
             for line in lines:
                 zone = _zone_of(line, zones)
@@ -127,8 +136,34 @@ def _read_page(page: pymupdf.Page) -> _Page:
             blocks.append(_Block(lines, page.number))
     n_letters = sum(sum(map(str.isalnum, line.text)) for block in blocks for line in block.lines)
     has_images = n_letters < 20 and bool(page.get_images(full=False))
-    tables = [text for text in (table_rows(zone_lines) for zone_lines in cells) if text]
+    tables = [(text, _box(zone), False) for zone, zone_lines in zip(zones, cells, strict=True)
+              if (text := table_rows(zone_lines))]
+    tables += [(text, table.bbox, True) for table in found for text in table.sources]
+    tables.sort(key=lambda t: (t[1][1], t[1][0]))
     return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, tables)
+
+
+def _box(rect: pymupdf.Rect) -> tuple[float, float, float, float]:
+    return (round(rect.x0, 1), round(rect.y0, 1), round(rect.x1, 1), round(rect.y1, 1))
+
+
+def _covers(box: pymupdf.Rect, zone: pymupdf.Rect) -> bool:
+    """Does a table's ``box`` cover most of a rule ``zone``?"""
+    overlap = box & zone
+    return not overlap.is_empty and overlap.get_area() >= 0.5 * zone.get_area()
+
+
+def _caption_blocks(raw_blocks: list[list[_Line]]) -> list[tuple[str, pymupdf.Rect]]:
+    """Each caption of the page with its region: from its "Table N" or "Figure N" line to its block's end."""
+    out = []
+    for lines in raw_blocks:
+        for k, line in enumerate(lines):
+            if _CAPTION.match(line.text):
+                rest = lines[k:]
+                rect = pymupdf.Rect(min(x.x0 for x in rest), line.y0, max(x.x1 for x in rest), max(x.y1 for x in rest))
+                out.append((" ".join(x.text for x in rest), rect))
+                break
+    return out
 
 
 def table_rows(lines: list[_Line]) -> str:

@@ -121,8 +121,9 @@ def _cells(page: pymupdf.Page, table: Any) -> list[list[str | None]]:  # noqa: A
 
 def _split_tall_row(cells: list[list[tuple[float, float, float, str]] | None]) -> list[list[str | None]]:
     """A row's cells (each its lines: centre, height, left edge, text) as rows. When a cell holds a column of values
-    ("84.2", "84.6" on two lines), the grid missed the rows between them: the row is cut where its lines' centres part, so
-    "Baseline" stays beside "84.2" and "Neural" beside "84.6", and a header line above them gets a row of its own.
+    ("84.2", "84.6" on two lines), the grid missed the rows between them: the row is cut where its lines' centres
+    part, so "Baseline" stays beside "84.2" and "Neural" beside "84.6", and a header line above them gets a row of
+    its own.
     Otherwise each cell's lines are kept, one after the other."""
     tall = any(c is not None and sum(1 for *_, text in c if _DATA.match(text)) >= 2 for c in cells)
     if not tall:

@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test setup-large doctor reindex bench-qa bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
+.PHONY: run test setup setup-test setup-large doctor reindex bench-qa bench-tables bench-compare bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -37,6 +37,16 @@ reindex: $(VENV)/.runtime-installed
 # declined; QA_ARGS takes --json, --model NAME[,NAME], --passes N, --limit N, --details FILE.
 bench-qa: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench qa $(QA_ARGS)
+
+# Tables read cell by cell on the shared papers, and table facts answered through the chat (docs/benchmarks.md,
+# "Tables and comparison tables"); TABLES_ARGS takes --json, --model NAME, --no-answers, --limit N.
+bench-tables: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench tables $(TABLES_ARGS)
+
+# A comparison table of the four shared papers against a hand-made truth; COMPARE_ARGS takes --json, --model NAME.
+bench-compare: $(VENV)/.runtime-installed
+	$(PY) -m copilot.bench compare $(COMPARE_ARGS)
+
 bench-ingest: $(VENV)/.runtime-installed
 	$(PY) -m copilot.bench.ingest
 

@@ -425,6 +425,39 @@ def draft_related_command(title: str, abstract: str, papers: str | None, search_
     _show(result, as_json, out)
 
 
+@cli.command(help="A comparison table of 2 to 10 papers: one row a paper, one column an aspect, each cell with the "
+             "sentence that shows it, or 'not stated'.")
+@click.argument("paper_ids", nargs=-1, required=True)
+@click.option("--aspect", "aspects", multiple=True, help="A column (repeatable; default: task, data, method, metric, "
+              "main result, limitation).")
+@click.option("--user", "user_id", default="local", show_default=True, help="Whose library to draw on.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: cells with their evidence, Markdown, BibTeX.")
+@click.option("--csv", "csv_out", default=None, help="Also write the table as CSV to this file.")
+@click.option("--bibtex", "bib_out", default=None, help="Also write the rows' BibTeX to this file.")
+@click.option("--out", default=None, help="Also write the Markdown to this file.")
+@click.option("--data-dir", default=None)
+def compare(paper_ids: tuple[str, ...], aspects: tuple[str, ...], user_id: str, as_json: bool, csv_out: str | None,
+            bib_out: str | None, out: str | None, data_dir: str | None) -> None:
+    from copilot.tasks.compare import Comparison
+
+    def fill(copilot: Copilot) -> Comparison:
+        table = None
+        for update in copilot.compare(user_id, list(paper_ids), list(aspects) or None):
+            if isinstance(update, Comparison):
+                table = update
+            elif not as_json:
+                echo(f"{update.paper_id} · {update.aspect}: {update.shown()}", err=True)
+        assert table is not None
+        return table
+
+    table = _run_task(fill, data_dir)
+    if csv_out:
+        Path(csv_out).write_text(table.to_csv(), encoding="utf-8")
+    if bib_out:
+        Path(bib_out).write_text(table.bibtex(), encoding="utf-8")
+    _show(table, as_json, out)
+
+
 @cli.command(help="Trend keywords and research ideas from your persona and the newest papers you can see.")
 @click.option("--user", "user_id", default="local", show_default=True)
 @click.option("--persona", default=None, help="Describe the researcher (default: the stored profile).")

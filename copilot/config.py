@@ -225,6 +225,8 @@ class Settings(BaseSettings):
                                   "minute (each render reads and draws a page), on an instance that serves several.")
     questions_per_minute: int = Field(10, ge=1, description="Chat questions (and drafts) one user may ask per "
                                       "minute.")
+    compare_cells_per_day: int = Field(300, ge=1, description="Cells of comparison tables (one short model call "
+                                       "each at most) one user may fill per day.")
     searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "
                                      "one paced arXiv client).")
     queue_size: int = Field(32, ge=1, description="Answers the web app lets wait for the model; beyond it a visitor "

@@ -35,8 +35,8 @@ from copilot.followups import FollowUp
 from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
-    LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_page, admit_question, admit_search,
-    arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
+    LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_compare_cells, admit_page, admit_question,
+    admit_search, arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
@@ -54,9 +54,11 @@ from copilot.tasks.refresh import (
     set_followed_categories,
 )
 from copilot.tasks.trends import Trends, trends_and_ideas
+from copilot.tasks.compare import Comparison, check_request, compare_stream
 from copilot.tasks.writing import Draft
 from copilot.types import (
-    AccessToken, AnswerSources, Conversation, ImportedEntry, PaperSummary, Passage, Profile, QueuePosition, Refresh,
+    AccessToken, AnswerSources, ComparisonCell, Conversation, ImportedEntry, PaperSummary, Passage, Profile,
+    QueuePosition, Refresh,
 )
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
@@ -383,7 +385,8 @@ class Copilot(Answerer):
         try:
             shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi,
                                    max_side_px=self.settings.passage_max_side_px,
-                                   region=chunk.bbox if "\n|" in chunk.text else None)
+                                   region=chunk.bbox if "\n|" in chunk.text or chunk.section == "Figure" else None,
+                                   crop=chunk.section == "Figure" and chunk.bbox is not None)
         except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
             # The detail (which may name the server's file) goes to the log, not to the visitor.
             logger.warning("rendering chunk %s of %s failed: %s", chunk.id, paper.id, exc)
@@ -538,6 +541,19 @@ class Copilot(Answerer):
                 self.memories.keep_statements(user_id, message)  # only from a message that was answered
                 update.conversation_id = self._keep_turn(user_id, conversation_id, update)
             yield update
+
+    def compare(self, user_id: str, paper_ids: list[str], aspects: list[str] | None = None, *,
+                quotas: bool = False) -> Iterator[ComparisonCell | Comparison]:
+        """A comparison table of ``paper_ids`` (2 to 10 the user may see) by ``aspects`` (default: task, data,
+        method, metric, main result, limitation): each cell as it is filled, then the table
+        (:mod:`copilot.tasks.compare`). Refused when the line for the model is full; with ``quotas``, its cells count
+        against the user's daily allowance before any is filled."""
+        papers, chosen = check_request(paper_ids, aspects)
+        self.visible_paper_ids(user_id, papers)
+        admit_answer(self.llm, self.settings)
+        if quotas:
+            admit_compare_cells(self.store, self.settings, user_id, len(papers) * len(chosen))
+        yield from compare_stream(self, papers, chosen, user_id=user_id)
 
     def visitor_model(self, token: str) -> ChatModel | None:
         """``COPILOT_SIGNED_IN_MODEL`` on Hugging Face Inference under a signed-in visitor's own token, to pass to

@@ -153,6 +153,16 @@ def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> 
                             f"({used} used in the last 24 hours): add fewer, or come back tomorrow.")
 
 
+def admit_compare_cells(store: Store, settings: Settings, user_id: str, n: int) -> None:
+    """Count ``n`` cells of a comparison table ``user_id`` asks for, unless that passes their daily allowance."""
+    limit = settings.compare_cells_per_day
+    used = store.usage.admit(user_id, "compare_cell", limit=limit, window_s=24 * 3600, amount=n)
+    if used is not None:
+        raise LimitExceeded(f"A table of {n} cells would pass your daily allowance of {limit} comparison cells "
+                            f"({used} used in the last 24 hours): compare fewer papers or aspects, or come back "
+                            "tomorrow.")
+
+
 def arxiv_additions_left(store: Store, settings: Settings, user_id: str) -> int:
     """How many more arXiv papers ``user_id`` may add in the current 24 hours."""
     return max(0, settings.max_arxiv_adds_per_day - store.usage.count_since(user_id, "arxiv_add", 24 * 3600))

@@ -164,11 +164,12 @@ class Rendered:
 
 
 def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi: int,
-                   max_side_px: int = MAX_SIDE_PX, region: Rect | None = None) -> Rendered:
+                   max_side_px: int = MAX_SIDE_PX, region: Rect | None = None, crop: bool = False) -> Rendered:
     """Render the pages of ``pdf`` that hold ``text`` (searched on ``page_start``..``page_end`` and one page
     either side) with it highlighted; when it cannot be found, ``page_start`` is shown as it is. A source with a
     ``region`` on ``page_start`` (a table read cell by cell, whose text is its rows under its caption and header,
-    not the page's order of words) has that region highlighted."""
+    not the page's order of words) has that region highlighted; with ``crop`` (a figure), only the region is
+    shown, with a small margin."""
     import pymupdf
 
     from ingest.pdf.document import _quiet_mupdf  # the parser's lock: PyMuPDF is used by one thread at a time
@@ -189,12 +190,15 @@ def render_passage(pdf: Path, text: str, page_start: int, page_end: int, *, dpi:
             pixmaps = []
             for number in shown:
                 page = doc[number - 1]
-                if located.rects.get(number):
+                if located.rects.get(number) and not crop:  # a figure's crop is shown as it is
                     annot = page.add_highlight_annot([pymupdf.Rect(r) for r in located.rects[number]])
                     annot.set_colors(stroke=HIGHLIGHT)
                     annot.update()
-                zoom = min(dpi / 72, max_side_px / max(page.rect.width, page.rect.height, 1.0))
-                pixmaps.append(page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, alpha=False))
+                clip = (pymupdf.Rect(region) + (-8, -8, 8, 8)) & page.rect if crop and region is not None else None
+                shown_rect = clip or page.rect
+                zoom = min(dpi / 72, max_side_px / max(shown_rect.width, shown_rect.height, 1.0))
+                pixmaps.append(page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, alpha=False,
+                                               clip=clip))
             png, width, height = _stack(pymupdf, pixmaps)
         finally:
             doc.close()

@@ -160,6 +160,19 @@ def related_user(title: str, abstract: str, sources: list[str], *, language: str
             f"Write the Related Work section for our paper, citing the sources like [1].{write_in(language)}")
 
 
+# ----- comparison tables ------------------------------------------------------------------------------------
+
+COMPARE_SYSTEM = (
+    "You fill one cell of a table that compares research papers. Read the numbered sources, all from one paper, "
+    "and answer the question in one short phrase of at most 15 words, with the exact names and numbers the sources "
+    "state, citing the source like [1]. If the sources do not state it, write: not stated."
+)
+
+
+def compare_user(aspect: str, question: str, sources: list[str]) -> str:
+    return f"Sources:\n{numbered(sources)}\n\nColumn: {aspect}\nQuestion: {question}"
+
+
 # ----- trends and ideas -------------------------------------------------------------------------------------
 
 IDEAS_SYSTEM = (

@@ -496,3 +496,33 @@ class ConversationTurn:
     answer: str
     query_id: int | None
     created_at: str | None
+
+
+@dataclass
+class ComparisonCell:
+    """One cell of a comparison table: what one paper states for one aspect, with the sentence that shows it, or
+    "not stated". ``supported``: every sentence of the cell passed the check that answers pass (an unsupported cell
+    is shown marked); ``llm_calls``: 0 when nothing in the paper bore on the aspect."""
+
+    paper_id: str
+    aspect: str
+    text: str
+    stated: bool
+    supported: bool = False
+    evidence: list[EvidenceQuote] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # facts of the cell no source states
+    llm_calls: int = 0
+    seconds: float = 0.0
+
+    def shown(self) -> str:
+        """The cell as a table shows it: its text with the evidence's page, marked ⚠️ when unsupported."""
+        if not self.stated:
+            return "not stated"
+        page = f" (p. {self.evidence[0].page})" if self.evidence and self.evidence[0].page else ""
+        return f"{'' if self.supported else '⚠️ '}{self.text}{page}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"paper_id": self.paper_id, "aspect": self.aspect, "text": self.text if self.stated else "not stated",
+                "stated": self.stated, "supported": self.supported, "missing": list(self.missing),
+                "evidence": [q.as_dict() for q in self.evidence], "llm_calls": self.llm_calls,
+                "seconds": round(self.seconds, 2)}

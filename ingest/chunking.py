@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from ingest.models import PaperChunk, ParsedPaper
 
 ABSTRACT_SECTION = "Abstract"
-NOTE_SECTIONS = {"footnote": "Footnote", "table": "Table"}  # the section a note's chunks are cited as
+# the section a note's chunks are cited as
+NOTE_SECTIONS = {"footnote": "Footnote", "table": "Table", "figure": "Figure"}
 _SENTENCE_END = re.compile(r"[.!?][)\]\"']?\s")
 
 

@@ -54,10 +54,11 @@ class Section:
 
 @dataclass(frozen=True)
 class Note:
-    """Text a reader finds beside the body's paragraphs: a footnote, or the rows of a table (cells joined by " | ",
-    one row a line). Kept apart from ``ParsedPaper.text``, so the body reads as prose, and chunked on its own."""
+    """Text a reader finds beside the body's paragraphs: a footnote, the rows of a table (a table read cell by cell:
+    Markdown rows under its caption and header; else cells joined by " | ", one row a line), or a figure's caption.
+    Kept apart from ``ParsedPaper.text``, so the body reads as prose, and chunked on its own."""
 
-    kind: str  # "footnote" or "table"
+    kind: str  # "footnote", "table" or "figure" (a caption, with the region of its figure)
     page: int  # 1-based
     text: str
     bbox: tuple[float, float, float, float] | None = None  # its region on the page (PDF points, top-left origin)

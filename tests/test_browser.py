@@ -288,6 +288,21 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     page.locator("#draft-md a, #draft-md [download]").first.wait_for(timeout=30_000)
     _shot(page, tmp_path, "write")
 
+    # A comparison table of the four papers: filled cell by cell, each with its evidence or "not stated".
+    for name in ("SPECTER", "S2ORC", "LongEval", "Literature Graph"):
+        _pick(page, "#compare-papers", name)
+    page.locator("#compare-aspects textarea").fill("task, data, method")
+    page.locator("#compare-run").click()
+    evidence = _wait_text(page, "#compare-evidence", r"Evidence[\s\S]*LLM call")
+    rows = page.evaluate("""() => Array.from(document.querySelectorAll('#compare-table [role=row]'))
+        .map(row => Array.from(row.querySelectorAll('[role=gridcell]')).map(cell => cell.innerText.trim()))
+        .filter(r => r.length === 4)""")
+    assert len(rows) == 4 and all(all(cell and cell != "…" for cell in r) for r in rows), rows
+    assert re.search(r"\(\S+.*, p\. \d+\)", evidence), evidence
+    page.locator("#compare-csv a, #compare-csv [download]").first.wait_for(timeout=30_000)
+    page.locator("#compare-table").scroll_into_view_if_needed()
+    _shot(page, tmp_path, "compare")
+
     # Trends and ideas from the library.
     _tab(page, "Trends & ideas")
     page.locator("#ideas-run").click()

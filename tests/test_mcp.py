@@ -97,14 +97,16 @@ def test_public_tools_answer_without_a_token_the_others_refuse(app) -> None:  # 
     assert [h["arxiv_id"] for h in hits] == ["2301.00001", "2301.00002"] and hits[0]["title"]
     for name, arguments in (("ask", {"question": "What is the literature graph?"}),
                             ("add_paper", {"paper": "2301.00001"}),
-                            ("draft_related_work", {"title": "Graphs", "abstract": "We build graphs."})):
+                            ("draft_related_work", {"title": "Graphs", "abstract": "We build graphs."}),
+                            ("compare_papers", {"paper_ids": ["2301.00001", "2301.00002"]})):
         assert NEEDS_TOKEN in agent.refusal(name, **arguments)
     assert BAD_TOKEN in Agent(url, "pct_" + "x" * 43).refusal("ask", question="What is it?")
     # The same owner check on the plain API path (gradio_client), which these endpoints also are: every tool that
     # acts as a user refuses a call without a token, whatever cookie the client holds.
     browser = Client(url, verbose=False)
     arguments = {"ask": ("What is it?", None), "add_paper": ("2301.00001",),
-                 "draft_related_work": ("Graphs", "We build graphs.", None)}
+                 "draft_related_work": ("Graphs", "We build graphs.", None),
+                 "compare_papers": (["2301.00001", "2301.00002"], None)}
     assert set(arguments) == set(TOOLS) - set(PUBLIC)
     for name, args in arguments.items():
         with pytest.raises(Exception, match="access token"):
@@ -132,6 +134,17 @@ def test_add_paper_then_ask_returns_sources_and_evidence_with_progress(app) -> N
     draft = agent.call("draft_related_work", title="Graphs of papers", abstract="We link papers and authors.",
                        paper_ids=["2301.00001"])
     assert draft["text"] and "@" in draft["bibtex"]
+    agent.call("add_paper", paper="2301.00002")
+    table = agent.call("compare_papers", paper_ids=["2301.00001", "2301.00002"], aspects=["task", "data"])
+    assert table["aspects"] == ["task", "data"] and [p["paper_id"] for p in table["papers"]] == ["2301.00001",
+                                                                                                  "2301.00002"]
+    assert [(c["paper_id"], c["aspect"]) for c in table["cells"]] == [
+        ("2301.00001", "task"), ("2301.00001", "data"), ("2301.00002", "task"), ("2301.00002", "data")]
+    for cell in table["cells"]:
+        assert cell["text"] == "not stated" or all(q["paper_id"] == cell["paper_id"] and q["page"] >= 1
+                                                  for q in cell["evidence"])
+    assert any(c["stated"] and c["evidence"] for c in table["cells"])
+    assert table["markdown"].startswith("| Paper | task | data |") and table["bibtex"].count("@") == 2
 
 
 def test_two_tokens_see_two_libraries_and_a_revoked_token_is_refused(app) -> None:  # noqa: ANN001

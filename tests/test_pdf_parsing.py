@@ -213,8 +213,10 @@ def test_two_columns_are_read_in_order_and_tables_left_out() -> None:
     paper = parsed("N18-3011")
     # The sentence runs from the bottom of the left column to the top of the right one, past a figure.
     assert "(e.g., Xiong et al., 2017). We describe methods used in a scalable deployed production" in paper.text
-    assert "\n\nFigure 1: Part of the literature graph.\n\n" in paper.text
-    assert paper.text.index("We describe methods used") < paper.text.index("Figure 1: Part of")
+    # The figure's caption is a source of its own beside the text, never part of it.
+    assert "Figure 1: Part of" not in paper.text
+    assert [(n.page, n.text) for n in paper.notes if n.kind == "figure"] == [(1, "Figure 1: Part of the literature "
+                                                                                 "graph.")]
     assert "Approach CS Bio" not in paper.text
     assert "Field Precision Recall" not in paper.text
     assert "Table 2: Document-level evaluation of three approaches" in paper.text

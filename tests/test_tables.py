@@ -87,3 +87,20 @@ def test_the_bench_scores_the_truth_tables_of_the_scibert_page() -> None:
     assert cells == 93 and right >= 92, scores  # "88.85" with its footnote mark reads "88.857"
     assert all(s[2] == s[3] for s in scores), "every column named as printed"
     assert score_table(truth[0], None)[0] == 0, "a table not found scores none of its cells"
+
+
+def test_a_figures_caption_is_a_source_of_its_own_with_the_figures_region() -> None:
+    from copilot.passages import render_passage
+
+    path = TEST_DATA / "papers" / "N18-3011.pdf"
+    parsed = parse_pdf(path)
+    figures = [n for n in parsed.notes if n.kind == "figure"]
+    assert [n.text for n in figures] == ["Figure 1: Part of the literature graph."]
+    figure = figures[0]
+    assert figure.page == 1 and figure.whole and "Part of the literature graph" not in parsed.text
+    x0, y0, x1, y1 = figure.bbox
+    assert y1 - y0 > 150 and x1 - x0 > 150, "the drawing above the caption, not the caption alone"
+    chunk = next(c for c in chunk_paper("p", parsed, load_tokenizer()) if c.section == "Figure")
+    assert chunk.text == figure.text and chunk.bbox == figure.bbox
+    shown = render_passage(path, chunk.text, chunk.page_start, chunk.page_end, dpi=72, region=chunk.bbox, crop=True)
+    assert abs(shown.width - (x1 - x0 + 16)) <= 2 and abs(shown.height - (y1 - y0 + 16)) <= 2, "the crop alone"

@@ -27,7 +27,7 @@ EXPECTED_APIS = {
     "/profile_from_author", "/profile_from_text", "/refresh_now", "/remove_paper", "/save_profile",
     "/search_arxiv", "/thought_detail", "/thought_status", "/trends_ideas", "/upload_pdfs",
     "/import_bibtex", "/remove_papers", "/filter_papers", "/add_example_papers", "/source_page",
-    "/save_language",
+    "/save_language", "/compare_papers",
 }
 
 
@@ -255,6 +255,14 @@ def test_writing_and_ideas(app) -> None:  # noqa: ANN001
         client.predict("", "", [], False, api_name="/draft_related")
     ideas = client.predict([], api_name="/trends_ideas")
     assert ideas.strip()
+    # A comparison table: streamed cell by cell, then the table with its evidence, Markdown, CSV and BibTeX.
+    table, evidence, md, csv_file, bib = client.predict(ids[:2], "task, data", api_name="/compare_papers")
+    assert table["headers"] == ["Paper", "task", "data"] and len(table["data"]) == 2
+    assert all(len(row) == 3 and row[1] and row[2] for row in table["data"])
+    assert evidence.startswith("| Paper | task | data |") and "Evidence" in evidence
+    assert Path(csv_file).read_text().startswith("paper_id,title,task") and Path(bib).read_text().count("@") == 2
+    with pytest.raises(Exception, match="at least 2 papers"):
+        client.predict(ids[:1], "task", api_name="/compare_papers")
 
 
 def test_profile_and_memories(app) -> None:  # noqa: ANN001

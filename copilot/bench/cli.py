@@ -229,6 +229,29 @@ def tables(model: str, no_answers: bool, limit: int | None, as_json: bool) -> No
         print(f"  {row['id']} {mark}: {row['answer'][:100]!r}")
 
 
+@bench.command(help="A comparison table of the four shared papers against a hand-made truth (see "
+               "copilot/bench/compare.py).")
+@click.option("--model", default="", help="An embedded model's name or a GGUF path (default: the embedded default).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def compare(model: str, as_json: bool) -> None:
+    from copilot.bench import compare as bench_compare
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    settings = Settings()
+    apply_offline_defaults(settings)
+    found = bench_compare.bench(model, log, settings)
+    if as_json:
+        print(json.dumps({k: found[k] for k in bench_compare.JSON_KEYS}), flush=True)
+        return
+    print(found["markdown"])
+    for key in bench_compare.JSON_KEYS:
+        print(f"{key}: {found[key]}")
+    for row in found["details"]:
+        print(f"  {'right' if row['right'] else 'WRONG'} {row['paper']} · {row['aspect']}: {row['cell'][:100]}")
+
+
 @bench.command(help="Every embedded model through the same paths, and the default chosen (see "
                "copilot/bench/models.py).")
 @click.option("--quick", is_flag=True, help="8 lookup questions with answers of up to 64 tokens, 8 calibration pairs, "

@@ -25,7 +25,7 @@ from copilot.ui.users import client_address, on_spaces
 from ingest.errors import ArxivUnavailable
 
 PREFIX = "agent_"  # each tool's API endpoint is this and the tool's name
-TOOLS = ("search_papers", "add_paper", "list_papers", "ask", "draft_related_work", "get_passage")
+TOOLS = ("search_papers", "add_paper", "list_papers", "ask", "draft_related_work", "compare_papers", "get_passage")
 PUBLIC = ("search_papers", "list_papers", "get_passage")  # read-only: they answer without a token, on public papers
 ANONYMOUS = "anonymous"  # whom a call without a token acts as: it owns nothing, so it sees public papers only
 MAX_SEARCH_RESULTS = 20
@@ -203,6 +203,33 @@ def register(ctx: AppContext) -> None:
                       "unsupported": shown["unsupported"], "notes": shown["notes"]})
 
     @refusals
+    def compare_papers(paper_ids: list[str], aspects: list[str] | None = None,
+                       request: gr.Request = None) -> str:  # type: ignore[assignment]
+        """Compare 2 to 10 papers of the library in a table: one row a paper, one column an aspect. Each cell is
+        filled from that paper's own text with the sentence that shows it (paper, page), or says "not stated"; a
+        cell the paper does not support is marked. Needs a token. Takes a few seconds a cell.
+
+        Args:
+            paper_ids: The papers to compare (ids from list_papers), 2 to 10.
+            aspects: The columns, at most 8 (default: task, data, method, metric, main result, limitation).
+
+        Returns:
+            JSON: aspects, papers, cells (paper_id, aspect, text, stated, supported, missing, evidence), markdown,
+            bibtex.
+        """
+        from copilot.tasks.compare import Comparison
+
+        user_id = agent_user(ctx, request, public=False)
+        admit(user_id, request)
+        table = None
+        for update in ctx.copilot.compare(user_id, list(paper_ids or []), list(aspects) if aspects else None,
+                                          quotas=True):
+            if isinstance(update, Comparison):
+                table = update
+        assert table is not None
+        return _json(table.as_dict())
+
+    @refusals
     def get_passage(source_id: int, request: gr.Request = None) -> str:  # type: ignore[assignment]
         """Read one source passage in full: its text, paper, section and pages. Without a token, only passages of
         shared arXiv papers.
@@ -217,7 +244,7 @@ def register(ctx: AppContext) -> None:
         admit(user_id, request, "page")
         return _json(ctx.copilot.passage_text(user_id, int(source_id)))
 
-    for fn in (search_papers, add_paper, list_papers, ask, draft_related_work, get_passage):
+    for fn in (search_papers, add_paper, list_papers, ask, draft_related_work, compare_papers, get_passage):
         gr.api(fn, api_name=PREFIX + fn.__name__)
 
 

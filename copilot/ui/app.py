@@ -88,7 +88,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             profile = profile_tab.build(ctx)
             dashboard_tab.build(ctx)  # fills itself when opened
         pickers = [chat["scope"], write["one_paper"], write["many_papers"], write["related_papers"],
-                   ideas["papers"]]
+                   write["compare_papers"], ideas["papers"]]
 
         @action(ctx)
         def paper_pickers(user_id: str) -> tuple[Any, ...]:

@@ -6,11 +6,14 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 
+from copilot.tasks.compare import DEFAULT_ASPECTS, MAX_PAPERS, MIN_PAPERS, Comparison, parse_aspects
 from copilot.tasks.writing import Draft
 from copilot.ui.actions import action
 from copilot.ui.context import AppContext
@@ -53,6 +56,11 @@ def safe_stem(stem: str, default: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or default
 
 
+def _frame(table: Comparison) -> pd.DataFrame:
+    """A comparison table as the page's table shows it: one row a paper, one column an aspect."""
+    return pd.DataFrame(table.rows(), columns=["Paper", *table.aspects])
+
+
 def draft_view(draft: Draft) -> str:
     """What the page shows: the draft (with its notes and references), then what it cost."""
     seconds = draft.timings.get("total_ms", sum(draft.timings.values())) / 1000
@@ -86,6 +94,23 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Row():
             md_file = gr.File(label="Markdown", interactive=False, elem_id="draft-md")
             bib_file = gr.File(label="BibTeX", interactive=False, elem_id="draft-bib")
+        with gr.Accordion("Compare papers", open=True):
+            gr.Markdown(f"A table of {MIN_PAPERS} to {MAX_PAPERS} papers: one row a paper, one column an aspect. Each "
+                        "cell comes from that paper's own text, with the sentence that shows it, or says *not "
+                        "stated*; a cell the paper does not support is marked ⚠️.")
+            with gr.Row():
+                compare_papers = gr.Dropdown(label="Papers to compare", choices=[], multiselect=True,
+                                             allow_custom_value=True, elem_id="compare-papers", scale=3)
+                compare_btn = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=1)
+            aspects = gr.Textbox(label="Aspects (columns, separated by commas)", value=", ".join(DEFAULT_ASPECTS),
+                                 elem_id="compare-aspects")
+            table = gr.Dataframe(headers=["Paper", *DEFAULT_ASPECTS], value=None, interactive=False, wrap=True,
+                                 elem_id="compare-table")
+            evidence = gr.Markdown(elem_id="compare-evidence")
+            with gr.Row():
+                compare_md = gr.File(label="Markdown", interactive=False, elem_id="compare-md")
+                compare_csv = gr.File(label="CSV", interactive=False, elem_id="compare-csv")
+                compare_bib = gr.File(label="BibTeX", interactive=False, elem_id="compare-bib")
 
     def run(kind: str, user_id: str, **kwargs: Any) -> tuple[str, str, str]:  # noqa: ANN401 - the draft's options
         ctx.admit(user_id)
@@ -115,8 +140,35 @@ def build(ctx: AppContext) -> dict[str, Any]:
         return run("related", user_id, title=(title or "").strip(), abstract=(abstract or "").strip(),
                    paper_ids=list(paper_ids) if paper_ids else None, search_arxiv=bool(use_arxiv))
 
+    @act
+    def compare(paper_ids: list[str] | None, aspect_text: str, user_id: str) -> Iterator[tuple[Any, ...]]:
+        """A comparison table of the chosen papers by the named aspects, cell by cell, then its Markdown, CSV and
+        BibTeX."""
+        ctx.admit(user_id)
+        chosen = parse_aspects(aspect_text)
+        filled: Comparison | None = None
+        for update in ctx.copilot.compare(user_id, list(paper_ids or []), chosen or None, quotas=True):
+            if isinstance(update, Comparison):
+                filled = update
+            if filled is not None and (update is not filled or not filled.cells):
+                done = len(filled.cells)
+                yield (_frame(filled),
+                       f"*Filling cell {min(done + 1, len(filled.papers) * len(filled.aspects))} of "
+                       f"{len(filled.papers) * len(filled.aspects)}…*", None, None, None)
+        assert filled is not None
+        folder = scratch_folder()
+        files = []
+        for suffix, text in (("md", filled.to_markdown()), ("csv", filled.to_csv()), ("bib", filled.bibtex())):
+            path = folder / f"comparison.{suffix}"
+            path.write_text(text, encoding="utf-8")
+            files.append(str(path))
+        yield _frame(filled), filled.to_markdown(), *files
+
     outputs = [output, md_file, bib_file]
     abstract_btn.click(draft_abstract, [one_paper], outputs, api_name="draft_abstract")
     synthesis_btn.click(draft_synthesis, [many_papers], outputs, api_name="draft_synthesis")
     related_btn.click(draft_related, [title, abstract, related_papers, use_arxiv], outputs, api_name="draft_related")
-    return {"one_paper": one_paper, "many_papers": many_papers, "related_papers": related_papers}
+    compare_btn.click(compare, [compare_papers, aspects], [table, evidence, compare_md, compare_csv, compare_bib],
+                      api_name="compare_papers")
+    return {"one_paper": one_paper, "many_papers": many_papers, "related_papers": related_papers,
+            "compare_papers": compare_papers}

@@ -4,20 +4,21 @@ The text comes from ``page.get_text("dict")``, which gives every line with its p
 and font flags; the rest is layout reasoning on top of it, in this order:
 
 1. every line is cleaned (ligatures expanded by PyMuPDF, soft hyphens and odd spaces removed, TeX's
-   separate accents composed); the cells of tables, found by their horizontal rules
-   (``page.get_cdrawings()``), are left out;
+   separate accents composed); the cells of tables are left out: on a page with a "Table N" caption, the tables
+   PyMuPDF's learned layout analysis finds are read cell by cell (:mod:`ingest.pdf.tables`), and the rest are
+   found by their horizontal rules (``page.get_cdrawings()``); a figure caption's region (its graphics) is found;
 2. running headers, footers and page numbers are dropped: lines in the page margins that repeat on
    many pages, that are just a page number, or that sit below the bottom of the text area;
 3. blocks are put in reading order, column by column on two-column pages;
 4. lines are classified as title, authors (:mod:`ingest.pdf.front`, with the year), abstract, section
    headings (:mod:`ingest.sections`), body text or references (:mod:`ingest.references`), and the body is
    rebuilt as paragraphs, joining words hyphenated across line ends; footnotes and figure debris (text smaller
-   than the body font, or mostly numbers) are left out, and captions are moved after the paragraph they
-   interrupt.
+   than the body font, or mostly numbers) are left out, table captions are moved after the paragraph they
+   interrupt, and figure captions become notes of their own with the figure's region.
 
-PyMuPDF's learned layout analysis (``page.get_layout()``) and ``page.find_tables()`` would cover steps
-2 to 4, but take about a second per page on a CPU; these heuristics parse a ten-page paper in a
-fraction of a second.
+PyMuPDF's learned layout analysis (``page.get_layout()``) would cover steps 2 to 4 too, but takes about half a
+second per page on a CPU: it runs only on the pages with a table caption; these heuristics parse the rest of a
+ten-page paper in a fraction of a second.
 
 Each stage is a module: :mod:`ingest.pdf.document` opens the file and checks it, :mod:`ingest.pdf.page`
 reads a page's lines (step 1), :mod:`ingest.pdf.margins` finds the body font and drops running lines (step 2),

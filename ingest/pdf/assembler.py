@@ -51,6 +51,15 @@ def _find_title(pages: list[_Page], body_size: float) -> list[_Line]:
     return kept
 
 
+def _joined(lines: list[_Line]) -> str:
+    """A block's lines as one text, a word hyphenated across a line end joined again."""
+    text = ""
+    for line in lines:
+        joined = text.endswith("-") and text[-2:-1].isalpha() and line.text[:1].islower()
+        text = text[:-1] + line.text if joined else f"{text} {line.text}".strip()
+    return text
+
+
 @dataclass
 class _SectionStart:
     heading: Heading
@@ -93,6 +102,7 @@ class _Assembler:
         self.detector = HeadingDetector(self.body_size, first_level_size(all_lines, self.body_size))
         title_lines = _find_title(self.pages, self.body_size)
         self.title_ids = {id(line) for line in title_lines}
+        self.figures = {key: region for page in self.pages for key, region in page.figures.items()}
         for page in self.pages:
             self.notes += [Note("table", page.number + 1, text, bbox, whole) for text, bbox, whole in page.tables
                            if text not in self._note_texts and not self._note_texts.add(text)]
@@ -197,10 +207,7 @@ class _Assembler:
         if id(block) in self._noted:
             return
         self._noted.add(id(block))
-        text = ""
-        for line in block.lines:  # a word hyphenated across a line end is joined again
-            joined = text.endswith("-") and text[-2:-1].isalpha() and line.text[:1].islower()
-            text = text[:-1] + line.text if joined else f"{text} {line.text}".strip()
+        text = _joined(block.lines)
         if len(text) < 12 or not re.search(r"[A-Za-z]{3,}", text):
             return
         if text in self._note_texts:  # the same note again (a repeated marker or footer): kept once
@@ -295,9 +302,17 @@ class _Assembler:
                     self._text_line(line, block)
 
     def _flush_captions(self) -> None:
-        """Write the captions held back until the paragraph they interrupted was complete."""
+        """Write the captions held back until the paragraph they interrupted was complete. A figure's caption is a
+        source of its own (kind "figure", whole, with the figure's region), never part of the body's text."""
         captions, self.pending_captions = self.pending_captions, []
         for block in captions:
+            region = self.figures.get(id(block.lines[0]))
+            if region is not None:
+                text = _joined(block.lines)
+                if text not in self._note_texts:
+                    self._note_texts.add(text)
+                    self.notes.append(Note("figure", block.page + 1, text, region, True))
+                continue
             for i, line in enumerate(block.lines):
                 self.body.add(line.text, line.page, new_paragraph=i == 0)
             self.prev, self.prev_block = block.lines[-1], block

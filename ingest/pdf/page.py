@@ -109,6 +109,8 @@ class _Page:
     has_images: bool = False  # only looked up for pages without text: a scanned page
     # each table's sources: (text, region) of a table read cell by cell (Markdown, whole), or of a rule zone's rows
     tables: list[tuple[str, tuple[float, float, float, float], bool]] = field(default_factory=list)
+    # the region of each figure (its graphics and its caption), by the id of its caption's first line
+    figures: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
 
 
 def _read_page(page: pymupdf.Page) -> _Page:
@@ -140,7 +142,48 @@ def _read_page(page: pymupdf.Page) -> _Page:
               if (text := table_rows(zone_lines))]
     tables += [(text, table.bbox, True) for table in found for text in table.sources]
     tables.sort(key=lambda t: (t[1][1], t[1][0]))
-    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, tables)
+    figures = _figure_regions(page, raw_blocks) if any(_FIGURE.match(c.text) for c in captions) else {}
+    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, tables, figures)
+
+
+_FIGURE = re.compile(r"^(?:Figure|Fig\.)\s*[A-Z]?\d+[.:]")
+FIGURE_REACH = 450  # points: a figure's graphics stand at most this far above (or below) its caption
+
+
+def _figure_regions(page: pymupdf.Page, raw_blocks: list[list[_Line]]) -> dict[int, tuple[float, float, float, float]]:
+    """Each figure caption's region: its graphics (images and vector drawings across the caption's width, in the
+    run just above it, else just below it, up to the nearest paragraph) and the caption itself. A caption with no
+    graphics near it has its own region."""
+    graphics = [pymupdf.Rect(i["bbox"]) for i in page.get_image_info()]
+    graphics += [pymupdf.Rect(d["rect"]) for d in page.get_cdrawings()]
+    graphics = [g for g in graphics if g.width >= 2 or g.height >= 2]
+    prose = [pymupdf.Rect(min(x.x0 for x in lines), min(x.y0 for x in lines), max(x.x1 for x in lines),
+                          max(x.y1 for x in lines)) for lines in raw_blocks if _is_justified(lines)]
+    out = {}
+    for lines in raw_blocks:
+        first = next((k for k, line in enumerate(lines) if _FIGURE.match(line.text)), None)
+        if first is None:
+            continue
+        rest = lines[first:]
+        caption = pymupdf.Rect(min(x.x0 for x in rest), rest[0].y0, max(x.x1 for x in rest), max(x.y1 for x in rest))
+        across = [g for g in graphics if g.x0 < caption.x1 + 20 and g.x1 > caption.x0 - 20]
+        region = pymupdf.Rect(caption)
+        for above in (True, False):
+            if above:
+                stop = max([p.y1 for p in prose if p.y1 <= caption.y0 and p.x0 < caption.x1 and p.x1 > caption.x0],
+                           default=caption.y0 - FIGURE_REACH)
+                near = [g for g in across if g.y1 <= caption.y0 + 2 and g.y0 >= max(stop, caption.y0 - FIGURE_REACH)]
+            else:
+                stop = min([p.y0 for p in prose if p.y0 >= caption.y1 and p.x0 < caption.x1 and p.x1 > caption.x0],
+                           default=caption.y1 + FIGURE_REACH)
+                near = [g for g in across if g.y0 >= caption.y1 - 2 and g.y1 <= min(stop, caption.y1 + FIGURE_REACH)]
+            if near:
+                for g in near:
+                    region |= g
+                break
+        region &= page.rect
+        out[id(lines[first])] = _box(region)
+    return out
 
 
 def _box(rect: pymupdf.Rect) -> tuple[float, float, float, float]:

@@ -1,0 +1,206 @@
+"""A comparison table across papers: rows the papers, columns aspects (task, data, method, ...), each cell filled
+from that paper's own best evidence for the aspect, with the sentence that shows it, or "not stated".
+
+A cell is one question about one paper: the aspect's question (:func:`aspect_question`) is retrieved for and
+compressed to the sentences that bear on it, as a chat question scoped to that paper is (no thought recalled or
+written). When nothing in the paper bears on it, the cell is "not stated" without asking the model; otherwise one
+short model call (:data:`CELL_MAX_TOKENS`) writes the cell, which then runs through the check every answer runs
+through (:func:`copilot.grounding.check`): a cell whose facts the paper does not state is shown marked ⚠️, with
+them listed; a model that finds nothing makes the cell "not stated". Cells stream out as they are filled.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from copilot import grounding, prompts
+from copilot.answering import source_heads, source_texts, stream_until_repeating, supporting_quotes
+from copilot.errors import UserError
+from copilot.tasks.writing.bibtex import bibtex_entries
+from copilot.tasks.writing.citations import citation_from_paper
+from copilot.tasks.writing.model import Citation
+from copilot.tasks.writing.sources import visible_paper
+from copilot.thoughts import REFUSAL
+from copilot.types import ComparisonCell, Paper
+
+if TYPE_CHECKING:
+    from copilot.engine import Copilot
+
+DEFAULT_ASPECTS = ("task", "data", "method", "metric", "main result", "limitation")
+MIN_PAPERS, MAX_PAPERS = 2, 10
+MAX_ASPECTS = 8
+MAX_ASPECT_CHARS = 60
+CELL_MAX_TOKENS = 48  # one short phrase
+NOT_STATED = "not stated"
+_QUESTIONS = {
+    "task": "What task or problem does the paper address?",
+    "data": "What datasets or data does the paper use?",
+    "dataset": "What datasets does the paper use?",
+    "method": "What method or approach does the paper propose?",
+    "metric": "What evaluation metrics does the paper report?",
+    "main result": "What is the paper's main result, with its number?",
+    "result": "What is the paper's main result, with its number?",
+    "limitation": "What limitations of its work does the paper state?",
+    "limitations": "What limitations of its work does the paper state?",
+}
+_NOT_STATED = re.compile(r"^\W*(not stated|n/?a|none|unknown|not (mentioned|specified|given|reported))\W*$",
+                         re.IGNORECASE)
+
+
+def aspect_question(aspect: str) -> str:
+    """The question a cell answers: a researcher's question for the usual aspects, else "What does the paper say
+    about <aspect>?"."""
+    return _QUESTIONS.get(aspect.strip().lower()) or f"What does the paper say about its {aspect.strip()}?"
+
+
+def check_request(paper_ids: Sequence[str], aspects: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The papers (2 to 10, each once) and aspects (the default six when none is given; at most 8 of at most 60
+    characters each) of a comparison, or a one-line :class:`UserError`."""
+    papers = list(dict.fromkeys(p.strip() for p in paper_ids if p and p.strip()))
+    if len(papers) < MIN_PAPERS:
+        raise UserError(f"Choose at least {MIN_PAPERS} papers to compare.")
+    if len(papers) > MAX_PAPERS:
+        raise UserError(f"Compare at most {MAX_PAPERS} papers at a time (you chose {len(papers)}).")
+    chosen = list(dict.fromkeys(" ".join(a.split()) for a in aspects or () if a and a.strip()))
+    chosen = chosen or list(DEFAULT_ASPECTS)
+    if len(chosen) > MAX_ASPECTS:
+        raise UserError(f"Compare at most {MAX_ASPECTS} aspects at a time (you named {len(chosen)}).")
+    long = next((a for a in chosen if len(a) > MAX_ASPECT_CHARS), None)
+    if long is not None:
+        raise UserError(f"An aspect is a few words (at most {MAX_ASPECT_CHARS} characters): \"{long[:40]}…\" is "
+                        "longer.")
+    return papers, chosen
+
+
+def parse_aspects(text: str | None) -> list[str]:
+    """Aspects as a user types them: separated by commas, semicolons or new lines."""
+    return [a.strip() for a in re.split(r"[,;\n]", text or "") if a.strip()]
+
+
+@dataclass
+class Comparison:
+    """A filled comparison table: its papers (rows, as citations for BibTeX), aspects (columns) and cells."""
+
+    papers: list[Citation]
+    aspects: list[str]
+    cells: list[ComparisonCell] = field(default_factory=list)
+    model: str = ""
+    seconds: float = 0.0
+
+    def cell(self, paper_id: str, aspect: str) -> ComparisonCell | None:
+        return next((c for c in self.cells if c.paper_id == paper_id and c.aspect == aspect), None)
+
+    @property
+    def llm_calls(self) -> int:
+        return sum(c.llm_calls for c in self.cells)
+
+    def rows(self) -> list[list[str]]:
+        """The table as shown: one row a paper (its title first), one column an aspect."""
+        return [[p.title or p.paper_id, *((c.shown() if (c := self.cell(p.paper_id, a)) else "…")
+                                          for a in self.aspects)] for p in self.papers]
+
+    def to_markdown(self) -> str:
+        """The table, then each stated cell's evidence sentence with its paper and page."""
+        def esc(text: str) -> str:
+            return text.replace("|", "\\|").replace("\n", " ")
+
+        lines = ["| Paper | " + " | ".join(esc(a) for a in self.aspects) + " |",
+                 "|---|" + "---|" * len(self.aspects)]
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.rows()]
+        evidence = []
+        for p in self.papers:
+            for a in self.aspects:
+                c = self.cell(p.paper_id, a)
+                if c is None or not c.stated:
+                    continue
+                where = f"{p.title or p.paper_id}, p. {c.evidence[0].page}" if c.evidence else p.title or p.paper_id
+                quote = f"> {c.evidence[0].quote} ({where})" if c.evidence else "> no supporting sentence found"
+                unstated = ", ".join(c.missing) or "its wording"
+                flag = "" if c.supported else f" ⚠️ not supported by the paper: {unstated}"
+                evidence.append(f"- **{esc(p.title or p.paper_id)} · {esc(a)}**: {c.text}{flag}\n  {quote}")
+        cost = f"\n\n*{self.llm_calls} LLM call(s), {self.seconds:.1f} s{f', {self.model}' if self.model else ''}.*"
+        return "\n".join(lines) + ("\n\n**Evidence**\n\n" + "\n".join(evidence) if evidence else "") + cost
+
+    def to_csv(self) -> str:
+        """One row a paper: its id and title, then for each aspect the cell, whether it is supported, and the
+        evidence sentence with its page."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["paper_id", "title", *(f"{a}{suffix}" for a in self.aspects
+                                                for suffix in ("", " supported", " evidence", " page"))])
+        for p in self.papers:
+            row = [p.paper_id, p.title]
+            for a in self.aspects:
+                c = self.cell(p.paper_id, a)
+                q = c.evidence[0] if c and c.evidence else None
+                row += [c.text if c and c.stated else NOT_STATED, "yes" if c and c.supported else "no",
+                        q.quote if q else "", q.page if q and q.page else ""]
+            writer.writerow(row)
+        return out.getvalue()
+
+    def bibtex(self) -> str:
+        return bibtex_entries(self.papers)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"aspects": self.aspects, "papers": [{"paper_id": p.paper_id, "title": p.title} for p in self.papers],
+                "cells": [c.as_dict() for c in self.cells], "llm_calls": self.llm_calls, "model": self.model,
+                "seconds": round(self.seconds, 2), "markdown": self.to_markdown(), "bibtex": self.bibtex()}
+
+
+def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> ComparisonCell:
+    """One cell: the paper's best evidence for ``aspect``, then at most one short model call, checked."""
+    start = time.perf_counter()
+    settings = copilot.settings
+    question = aspect_question(aspect)
+    found = copilot.gather(question, user_id=user_id, use_thoughts=False, paper_ids=[paper.id])
+    items = found.items
+    if not items or found.bearing < settings.min_bearing:
+        return ComparisonCell(paper.id, aspect, NOT_STATED, False, seconds=time.perf_counter() - start)
+    messages = [{"role": "system", "content": prompts.COMPARE_SYSTEM},
+                {"role": "user", "content": prompts.compare_user(aspect, question, source_texts(items))}]
+    reply = ""
+    for reply in stream_until_repeating(copilot.llm, messages, max_tokens=CELL_MAX_TOKENS,
+                                        temperature=settings.temperature):
+        pass
+    text = _one_phrase(reply, aspect)
+    if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text):
+        return ComparisonCell(paper.id, aspect, NOT_STATED, False, llm_calls=1, seconds=time.perf_counter() - start)
+    checked = grounding.check(text, items, copilot.embedder, settings.grounding_threshold,
+                              heads=source_heads(items), question=question)
+    missing = sorted({m for s in checked.sentences for m in s.missing})
+    return ComparisonCell(paper.id, aspect, grounding.strip_citations(text), True, supported=checked.grounded,
+                          evidence=supporting_quotes(checked, items, settings), missing=missing, llm_calls=1,
+                          seconds=time.perf_counter() - start)
+
+
+def _one_phrase(reply: str, aspect: str) -> str:
+    """The model's cell: its first line, without a label it repeated ("Cell:", "Task:")."""
+    line = next((x.strip() for x in reply.strip().splitlines() if x.strip()), "")
+    labels = "|".join(["cell", "answer", "column", re.escape(aspect.strip())])
+    return re.sub(rf"^\W*(?:{labels})\W*:\s*(?=\S)", "", line, flags=re.IGNORECASE).strip()
+
+
+def compare_stream(copilot: Copilot, paper_ids: Sequence[str], aspects: Sequence[str] | None, *,
+                   user_id: str) -> Iterator[ComparisonCell | Comparison]:
+    """The :class:`Comparison` before any cell is filled (its rows and columns), each cell as it is filled (paper by
+    paper, aspect by aspect; the table holds it too), then the table again, whole. Papers the user may not see are
+    refused before any cell is filled."""
+    start = time.perf_counter()
+    wanted, chosen = check_request(paper_ids, aspects)
+    papers = [visible_paper(copilot, pid, user_id) for pid in wanted]
+    table = Comparison([citation_from_paper(n, p) for n, p in enumerate(papers, start=1)], chosen,
+                       model=copilot.llm.name)
+    yield table
+    for paper in papers:
+        for aspect in chosen:
+            cell = fill_cell(copilot, paper, aspect, user_id=user_id)
+            table.cells.append(cell)
+            table.seconds = time.perf_counter() - start
+            yield cell
+    yield table

@@ -173,6 +173,23 @@ def compare_user(aspect: str, question: str, sources: list[str]) -> str:
     return f"Sources:\n{numbered(sources)}\n\nColumn: {aspect}\nQuestion: {question}"
 
 
+# One worked cell, shown before the real one: a small model copies a shown format far better than it follows a
+# described one.
+COMPARE_SHOT = [
+    {"role": "user", "content": compare_user(
+        "data", "What datasets or data does the paper use?",
+        ["We present GraphQA, a method that answers questions over knowledge graphs. We train it on WebQSP and "
+         "evaluate it on WebQSP and CWQ, where it improves accuracy by 4 points.",
+         "All models are trained with the Adam optimizer for 10 epochs."])},
+    {"role": "assistant", "content": "WebQSP and CWQ question-answering benchmarks [1]"},
+    {"role": "user", "content": compare_user(
+        "method", "How does the paper's method or approach work, in a few words?",
+        ["We present GraphQA, a method that answers questions over knowledge graphs by retrieving a subgraph and "
+         "reading it with a graph neural network."])},
+    {"role": "assistant", "content": "Retrieves a subgraph and reads it with a graph neural network [1]"},
+]
+
+
 # ----- trends and ideas -------------------------------------------------------------------------------------
 
 IDEAS_SYSTEM = (

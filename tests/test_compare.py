@@ -53,8 +53,11 @@ def replies(messages: list[dict[str, str]]) -> str:
 def copilot(tmp_path: Path, embedder: Embedder) -> Copilot:
     settings = Settings(data_dir=tmp_path / "data", association=False, llm_backend="local", recheck_samples=0)
     c = Copilot(settings, Store.open(settings), embedder, ScriptedLLM([replies] * 20))
-    add_paper(c, "specter", "SPECTER: Document-level Representation Learning", sections=SPECTER)
-    add_paper(c, "s2orc", "S2ORC: The Semantic Scholar Open Research Corpus", sections=S2ORC)
+    add_paper(c, "specter", "SPECTER: Document-level Representation Learning", sections=SPECTER,
+              abstract="We propose SPECTER, which pretrains a Transformer with a triplet margin loss on citations.")
+    add_paper(c, "s2orc", "S2ORC: The Semantic Scholar Open Research Corpus", sections=S2ORC,
+              abstract="S2ORC gathers 81.1M papers; its full text comes from GROBID parsing of 8.1M PDFs and 1.5M "
+                       "LaTeX sources.")
     add_paper(c, "private", "Someone else's upload", sections=SPECTER, user_id="bob")
     yield c
     c.store.close()
@@ -70,7 +73,7 @@ def test_a_comparison_is_two_to_ten_papers_by_at_most_eight_short_aspects() -> N
         with pytest.raises(UserError, match=message):
             check_request(papers, aspects)
     assert parse_aspects("task, data;\nmain result,") == ["task", "data", "main result"]
-    assert aspect_question("Method") == "What method or approach does the paper propose?"
+    assert aspect_question("Method") == "How does the paper's method or approach work, in a few words?"
     assert aspect_question("licence") == "What does the paper say about its licence?"
 
 

@@ -23,13 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from copilot.bench.qa import build_library
+from copilot.bench.qa import USER, build_library
 from copilot.config import Settings
 
 TRUTH = Path(__file__).resolve().parents[2] / "tests" / "data" / "compare" / "truth.json"
 JSON_KEYS = ("model", "papers", "aspects", "cells", "stated_cells", "not_stated_cells", "cell_accuracy",
              "not_stated_correct", "supported_share", "llm_calls", "cell_p50_s", "total_s")
-USER = "compare-bench"
 
 Log = Callable[[str], None]
 

@@ -27,7 +27,8 @@ from copilot.tasks.writing.citations import citation_from_paper
 from copilot.tasks.writing.model import Citation
 from copilot.tasks.writing.sources import visible_paper
 from copilot.thoughts import REFUSAL
-from copilot.types import ComparisonCell, Paper
+from copilot.types import ComparisonCell, Paper, RetrievedItem
+from ingest.chunking import ABSTRACT_SECTION
 
 if TYPE_CHECKING:
     from copilot.engine import Copilot
@@ -38,25 +39,51 @@ MAX_ASPECTS = 8
 MAX_ASPECT_CHARS = 60
 CELL_MAX_TOKENS = 48  # one short phrase
 NOT_STATED = "not stated"
-_QUESTIONS = {
-    "task": "What task or problem does the paper address?",
-    "data": "What datasets or data does the paper use?",
-    "dataset": "What datasets does the paper use?",
-    "method": "What method or approach does the paper propose?",
-    "metric": "What evaluation metrics does the paper report?",
-    "main result": "What is the paper's main result, with its number?",
-    "result": "What is the paper's main result, with its number?",
-    "limitation": "What limitations of its work does the paper state?",
-    "limitations": "What limitations of its work does the paper state?",
-}
 _NOT_STATED = re.compile(r"^\W*(not stated|n/?a|none|unknown|not (mentioned|specified|given|reported))\W*$",
                          re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class Aspect:
+    """How a column is asked: its question; whether the paper's abstract, which states a paper's task, data, method
+    and main result, is read first; and the words a passage must hold to state it at all (empty: any passage may).
+    A cell whose sources hold none of those words is "not stated" without asking the model, and so is a cell whose
+    supporting sentence holds none."""
+
+    question: str
+    abstract: str = ""  # "only": the abstract alone answers it; "first": the abstract, then the passages found
+    needs: tuple[str, ...] = ()
+
+
+_ASPECTS = {
+    "task": Aspect("What task or problem does the paper address?", abstract="only"),
+    "data": Aspect("What datasets or data does the paper use?", abstract="first"),
+    "method": Aspect("How does the paper's method or approach work, in a few words?", abstract="only"),
+    "main result": Aspect("What is the paper's main result, with its number?", abstract="first"),
+    "metric": Aspect("What evaluation metrics does the paper report?",
+                     needs=("metric", "measure", "score", "accuracy", "f1", "precision", "recall", "bleu", "rouge",
+                            "map", "ndcg", "auc", "correlation", "agreement", "evaluate", "evaluation")),
+    "limitation": Aspect("What limitations or shortcomings of its own work does the paper state?",
+                         needs=("limitation", "limited", "limit", "shortcoming", "drawback", "weakness", "caveat")),
+    "hardware": Aspect("What hardware (GPUs, TPUs or CPUs) does the paper use?",
+                       needs=("gpu", "tpu", "cpu", "hardware", "core", "a100", "v100", "titan")),
+}
+_ALIASES = {"dataset": "data", "datasets": "data", "result": "main result", "results": "main result",
+            "limitations": "limitation", "metrics": "metric", "approach": "method", "problem": "task"}
+
+
+def aspect_spec(aspect: str) -> Aspect:
+    """How ``aspect`` is asked: the usual aspects by a researcher's question, any other as "What does the paper say
+    about its <aspect>?", stated only by passages that name it."""
+    key = " ".join(aspect.lower().split())
+    known = _ASPECTS.get(_ALIASES.get(key, key))
+    if known is not None:
+        return known
+    return Aspect(f"What does the paper say about its {aspect.strip()}?", needs=tuple(sorted(grounding.terms(aspect))))
+
+
 def aspect_question(aspect: str) -> str:
-    """The question a cell answers: a researcher's question for the usual aspects, else "What does the paper say
-    about <aspect>?"."""
-    return _QUESTIONS.get(aspect.strip().lower()) or f"What does the paper say about its {aspect.strip()}?"
+    return aspect_spec(aspect).question
 
 
 def check_request(paper_ids: Sequence[str], aspects: Sequence[str] | None) -> tuple[list[str], list[str]]:
@@ -154,29 +181,70 @@ class Comparison:
 
 
 def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> ComparisonCell:
-    """One cell: the paper's best evidence for ``aspect``, then at most one short model call, checked."""
+    """One cell: the paper's best evidence for ``aspect`` (its abstract first for the aspects an abstract states),
+    then at most one short model call, checked (see :class:`Aspect`)."""
     start = time.perf_counter()
     settings = copilot.settings
-    question = aspect_question(aspect)
-    found = copilot.gather(question, user_id=user_id, use_thoughts=False, paper_ids=[paper.id])
-    items = found.items
-    if not items or found.bearing < settings.min_bearing:
-        return ComparisonCell(paper.id, aspect, NOT_STATED, False, seconds=time.perf_counter() - start)
-    messages = [{"role": "system", "content": prompts.COMPARE_SYSTEM},
-                {"role": "user", "content": prompts.compare_user(aspect, question, source_texts(items))}]
+    spec = aspect_spec(aspect)
+    found = copilot.gather(spec.question, user_id=user_id, use_thoughts=False, paper_ids=[paper.id])
+    items = list(found.items)
+    needs = {t for word in spec.needs for t in grounding.terms(word)}
+
+    def blank(calls: int = 0) -> ComparisonCell:
+        return ComparisonCell(paper.id, aspect, NOT_STATED, False, llm_calls=calls,
+                              seconds=time.perf_counter() - start)
+
+    # An aspect an abstract states is read there first (alone, for the task and the method): a paper with an
+    # abstract always has something that bears on it.
+    pinned = _abstract_first(copilot, paper, [] if spec.abstract == "only" else items,
+                             settings.context_budget_tokens) if spec.abstract else []
+    if not pinned and (not items or found.bearing < settings.min_bearing):
+        return blank()
+    if needs and not any(needs & grounding.terms(item.text) for item in items):
+        return blank()
+    items = pinned or items
+    messages = [{"role": "system", "content": prompts.COMPARE_SYSTEM}, *prompts.COMPARE_SHOT,
+                {"role": "user", "content": prompts.compare_user(aspect, spec.question, source_texts(items))}]
     reply = ""
     for reply in stream_until_repeating(copilot.llm, messages, max_tokens=CELL_MAX_TOKENS,
                                         temperature=settings.temperature):
         pass
     text = _one_phrase(reply, aspect)
     if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text):
-        return ComparisonCell(paper.id, aspect, NOT_STATED, False, llm_calls=1, seconds=time.perf_counter() - start)
+        return blank(1)
     checked = grounding.check(text, items, copilot.embedder, settings.grounding_threshold,
-                              heads=source_heads(items), question=question)
+                              heads=source_heads(items), question=spec.question)
+    evidence = supporting_quotes(checked, items, settings)
+    if needs and not any(needs & grounding.terms(q.quote) for q in evidence):
+        return blank(1)  # what it wrote does not rest on a passage about the aspect
     missing = sorted({m for s in checked.sentences for m in s.missing})
     return ComparisonCell(paper.id, aspect, grounding.strip_citations(text), True, supported=checked.grounded,
-                          evidence=supporting_quotes(checked, items, settings), missing=missing, llm_calls=1,
-                          seconds=time.perf_counter() - start)
+                          evidence=evidence, missing=missing, llm_calls=1, seconds=time.perf_counter() - start)
+
+
+def _abstract_first(copilot: Copilot, paper: Paper, items: list[RetrievedItem], budget: int) -> list[RetrievedItem]:
+    """``items`` after the paper's abstract (cut to half the budget), as many as still fit the budget; none when
+    the paper has no abstract."""
+    chunks = [c for c in copilot.store.chunks.of_paper(paper.id) if c.section == ABSTRACT_SECTION]
+    abstract = " ".join(c.text for c in chunks)
+    if not abstract.strip():
+        return []
+    count = copilot.llm.count_tokens
+    words = abstract.split()
+    while words and count(" ".join(words)) > budget // 2:
+        words = words[:int(len(words) * 0.8)]
+    head = RetrievedItem("chunk", chunks[0].id, " ".join(words), 1.0, paper_id=paper.id, section=ABSTRACT_SECTION,
+                         page_start=1, page_end=1, paper_title=paper.title)
+    kept, used = [head], count(head.text)
+    for item in items:
+        if item.section == ABSTRACT_SECTION:
+            continue
+        cost = count(item.text)
+        if used + cost > budget:
+            break
+        kept.append(item)
+        used += cost
+    return kept
 
 
 def _one_phrase(reply: str, aspect: str) -> str:

@@ -390,6 +390,9 @@ def source_sentences(sources: Sequence[str], cap: int = MAX_SOURCE_SENTENCES) ->
     return out
 
 
+_DIGITS = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+
+
 def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedder,
              cap: int = MAX_SOURCE_SENTENCES) -> GroundingEvidence:
     """The evidence for every answer sentence (citation markers already stripped) against every source."""
@@ -403,12 +406,22 @@ def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedde
     similarity = vectors[:n] @ vectors[n:].T  # (sentences, source sentences)
     owner = np.array([j for j, _ in pieces])
     cosine.fill(-1.0)
+    # The quote of a sentence that states numbers is the source sentence that states most of them (a table's row,
+    # not its caption), the closest among those; its cosine is still the closest sentence's.
+    stated = [set(_DIGITS.findall(sentence)) for sentence in sentences]
+    held = [set(_DIGITS.findall(text)) for _, text in pieces]
     for j in set(owner.tolist()):
         columns = np.flatnonzero(owner == j)
         best = columns[np.argmax(similarity[:, columns], axis=1)]
         cosine[:, j] = similarity[np.arange(n), best]
         for i in range(n):
-            quotes[i][j] = pieces[best[i]][1]
+            quote = best[i]
+            if stated[i]:
+                counts = np.array([len(stated[i] & held[c]) for c in columns])
+                if counts.max() > 0:
+                    most = columns[counts == counts.max()]
+                    quote = most[np.argmax(similarity[i, most])]
+            quotes[i][j] = pieces[quote][1]
     # Rare terms weigh most: IDF over the source sentences, a term no source sentence holds weighing the most.
     piece_terms = [terms(s) for _, s in pieces]
     frequency: dict[str, int] = {}

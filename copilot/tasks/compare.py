@@ -132,15 +132,18 @@ class Comparison:
         return [[p.title or p.paper_id, *((c.shown() if (c := self.cell(p.paper_id, a)) else "…")
                                           for a in self.aspects)] for p in self.papers]
 
-    def to_markdown(self) -> str:
-        """The table, then each stated cell's evidence sentence with its paper and page."""
+    def to_markdown(self, *, evidence: bool = True) -> str:
+        """The table, then (with ``evidence``) each stated cell's evidence sentence with its paper and page, and
+        what the table cost."""
         def esc(text: str) -> str:
             return text.replace("|", "\\|").replace("\n", " ")
 
         lines = ["| Paper | " + " | ".join(esc(a) for a in self.aspects) + " |",
                  "|---|" + "---|" * len(self.aspects)]
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.rows()]
-        evidence = []
+        if not evidence:
+            return "\n".join(lines)
+        quotes = []
         for p in self.papers:
             for a in self.aspects:
                 c = self.cell(p.paper_id, a)
@@ -150,9 +153,9 @@ class Comparison:
                 quote = f"> {c.evidence[0].quote} ({where})" if c.evidence else "> no supporting sentence found"
                 unstated = ", ".join(c.missing) or "its wording"
                 flag = "" if c.supported else f" ⚠️ not supported by the paper: {unstated}"
-                evidence.append(f"- **{esc(p.title or p.paper_id)} · {esc(a)}**: {c.text}{flag}\n  {quote}")
+                quotes.append(f"- **{esc(p.title or p.paper_id)} · {esc(a)}**: {c.text}{flag}\n  {quote}")
         cost = f"\n\n*{self.llm_calls} LLM call(s), {self.seconds:.1f} s{f', {self.model}' if self.model else ''}.*"
-        return "\n".join(lines) + ("\n\n**Evidence**\n\n" + "\n".join(evidence) if evidence else "") + cost
+        return "\n".join(lines) + ("\n\n**Evidence**\n\n" + "\n".join(quotes) if quotes else "") + cost
 
     def to_csv(self) -> str:
         """One row a paper: its id and title, then for each aspect the cell, whether it is supported, and the
@@ -210,7 +213,7 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
                                         temperature=settings.temperature):
         pass
     text = _one_phrase(reply, aspect)
-    if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text):
+    if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text) or _echoes(text):
         return blank(1)
     checked = grounding.check(text, items, copilot.embedder, settings.grounding_threshold,
                               heads=source_heads(items), question=spec.question)
@@ -245,6 +248,14 @@ def _abstract_first(copilot: Copilot, paper: Paper, items: list[RetrievedItem], 
         kept.append(item)
         used += cost
     return kept
+
+
+def _echoes(text: str) -> bool:
+    """Does the cell repeat a worked cell shown to the model (:data:`copilot.prompts.COMPARE_SHOT`) rather than read
+    its own sources? Most of its words are the example's."""
+    said = grounding.terms(grounding.strip_citations(text))
+    examples = [grounding.terms(m["content"]) for m in prompts.COMPARE_SHOT if m["role"] == "assistant"]
+    return bool(said) and any(len(said & shown) >= 0.6 * len(said) for shown in examples)
 
 
 def _one_phrase(reply: str, aspect: str) -> str:

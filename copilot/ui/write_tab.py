@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 
 from copilot.tasks.compare import DEFAULT_ASPECTS, MAX_PAPERS, MIN_PAPERS, Comparison, parse_aspects
 from copilot.tasks.writing import Draft
@@ -54,11 +53,6 @@ def scratch_folder() -> Path:
 def safe_stem(stem: str, default: str) -> str:
     """A file name stem of letters, digits, dots, dashes and underscores, at most 60 characters."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-")[:60] or default
-
-
-def _frame(table: Comparison) -> pd.DataFrame:
-    """A comparison table as the page's table shows it: one row a paper, one column an aspect."""
-    return pd.DataFrame(table.rows(), columns=["Paper", *table.aspects])
 
 
 def draft_view(draft: Draft) -> str:
@@ -104,9 +98,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 compare_btn = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=1)
             aspects = gr.Textbox(label="Aspects (columns, separated by commas)", value=", ".join(DEFAULT_ASPECTS),
                                  elem_id="compare-aspects")
-            table = gr.Dataframe(headers=["Paper", *DEFAULT_ASPECTS], value=None, interactive=False, wrap=True,
-                                 elem_id="compare-table")
-            evidence = gr.Markdown(elem_id="compare-evidence")
+            evidence = gr.Markdown(elem_id="compare-table")
             with gr.Row():
                 compare_md = gr.File(label="Markdown", interactive=False, elem_id="compare-md")
                 compare_csv = gr.File(label="CSV", interactive=False, elem_id="compare-csv")
@@ -151,10 +143,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
             if isinstance(update, Comparison):
                 filled = update
             if filled is not None and (update is not filled or not filled.cells):
-                done = len(filled.cells)
-                yield (_frame(filled),
-                       f"*Filling cell {min(done + 1, len(filled.papers) * len(filled.aspects))} of "
-                       f"{len(filled.papers) * len(filled.aspects)}…*", None, None, None)
+                total = len(filled.papers) * len(filled.aspects)
+                yield (filled.to_markdown(evidence=False) + f"\n\n*Filling cell "
+                       f"{min(len(filled.cells) + 1, total)} of {total}…*", None, None, None)
         assert filled is not None
         folder = scratch_folder()
         files = []
@@ -162,13 +153,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
             path = folder / f"comparison.{suffix}"
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
-        yield _frame(filled), filled.to_markdown(), *files
+        yield filled.to_markdown(), *files
 
     outputs = [output, md_file, bib_file]
     abstract_btn.click(draft_abstract, [one_paper], outputs, api_name="draft_abstract")
     synthesis_btn.click(draft_synthesis, [many_papers], outputs, api_name="draft_synthesis")
     related_btn.click(draft_related, [title, abstract, related_papers, use_arxiv], outputs, api_name="draft_related")
-    compare_btn.click(compare, [compare_papers, aspects], [table, evidence, compare_md, compare_csv, compare_bib],
+    compare_btn.click(compare, [compare_papers, aspects], [evidence, compare_md, compare_csv, compare_bib],
                       api_name="compare_papers")
     return {"one_paper": one_paper, "many_papers": many_papers, "related_papers": related_papers,
             "compare_papers": compare_papers}

@@ -227,6 +227,8 @@ class Settings(BaseSettings):
                                       "minute.")
     compare_cells_per_day: int = Field(300, ge=1, description="Cells of comparison tables (one short model call "
                                        "each at most) one user may fill per day.")
+    address_compare_cells_per_day: int = Field(600, ge=1, description="Cells of comparison tables all guests from "
+                                               "one client address may fill per day together.")
     searches_per_minute: int = Field(20, ge=1, description="arXiv searches one user may run per minute (they share "
                                      "one paced arXiv client).")
     queue_size: int = Field(32, ge=1, description="Answers the web app lets wait for the model; beyond it a visitor "

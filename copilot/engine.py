@@ -543,15 +543,18 @@ class Copilot(Answerer):
             yield update
 
     def compare(self, user_id: str, paper_ids: list[str], aspects: list[str] | None = None, *,
-                quotas: bool = False) -> Iterator[ComparisonCell | Comparison]:
+                quotas: bool = False, address: str | None = None) -> Iterator[ComparisonCell | Comparison]:
         """A comparison table of ``paper_ids`` (2 to 10 the user may see) by ``aspects`` (default: task, data,
         method, metric, main result, limitation): each cell as it is filled, then the table
         (:mod:`copilot.tasks.compare`). Refused when the line for the model is full; with ``quotas``, its cells count
-        against the user's daily allowance before any is filled."""
+        against the user's daily allowance before any is filled, and a guest's also against its client ``address``'s
+        (a fresh guest session is no fresh allowance)."""
         papers, chosen = check_request(paper_ids, aspects)
         self.visible_paper_ids(user_id, papers)
         admit_answer(self.llm, self.settings)
         if quotas:
+            if address is not None and is_guest(user_id):
+                admit_address(self.store, self.settings, address, "compare_cell", len(papers) * len(chosen))
             admit_compare_cells(self.store, self.settings, user_id, len(papers) * len(chosen))
         yield from compare_stream(self, papers, chosen, user_id=user_id)
 

@@ -230,6 +230,10 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     weight = _idf([found[i] | titled.get(x.candidate, set()) for i, x in enumerate(sentences)], wanted)
     whole = sum(weight.values())
     captions = _captions(pool, sentences, found, cosine)
+    # Table candidates whose first sentence heads their rows: a header row, or the caption of a table read cell by
+    # cell (whose first sentence, without a caption, is a row like the others).
+    lifted = {c for c in range(len(pool)) if pool[c].section == "Table"
+              and ("\n|" not in (pool[c].text or "") or _CAPTION.match(groups[c][0]))}
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))
@@ -242,7 +246,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         similarity = float(cosine[i])
         caption = captions.get(s.candidate)
         share = _share(weight, held, whole)
-        if pool[s.candidate].section == "Table" and s.position > 0:  # a row is read under its header and caption
+        if s.candidate in lifted and s.position > 0:  # a row is read under its header and caption
             header = i - s.position  # the row's chunk's first sentence: its header row (or its caption)
             held = held | found[header]
             similarity = max(similarity, float(cosine[header]) - CAPTION_DISCOUNT)
@@ -289,7 +293,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     # neighbours, best sentence first, while the budget lasts.
     for best in ranked:
         own = by_candidate[best.candidate]
-        header = [own[0]] if pool[best.candidate].section == "Table" and best.position > 0 else []
+        header = [own[0]] if best.candidate in lifted and best.position > 0 else []
         if take([*header, best]) and header and best.candidate in captions:
             take([sentences[captions[best.candidate]]])  # the row's caption too, when it fits
     for best in ranked:

@@ -391,6 +391,7 @@ def source_sentences(sources: Sequence[str], cap: int = MAX_SOURCE_SENTENCES) ->
 
 
 _DIGITS = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+QUOTE_MARGIN = 0.15  # a sentence that states the answer's numbers is its quote if its cosine is within this
 
 
 def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedder,
@@ -417,9 +418,12 @@ def evidence(sentences: Sequence[str], sources: Sequence[str], embedder: Embedde
         for i in range(n):
             quote = best[i]
             if stated[i]:
-                counts = np.array([len(stated[i] & held[c]) for c in columns])
+                # Among the sentences nearly as close as the closest ("2" of a "Table 2" caption elsewhere counts
+                # for nothing).
+                near = columns[similarity[i, columns] >= similarity[i, best[i]] - QUOTE_MARGIN]
+                counts = np.array([len(stated[i] & held[c]) for c in near])
                 if counts.max() > 0:
-                    most = columns[counts == counts.max()]
+                    most = near[counts == counts.max()]
                     quote = most[np.argmax(similarity[i, most])]
             quotes[i][j] = pieces[quote][1]
     # Rare terms weigh most: IDF over the source sentences, a term no source sentence holds weighing the most.

@@ -89,6 +89,8 @@ ADDRESS_ALLOWANCES = {
     # every job that asks arXiv (a search; adding papers, examples, a BibTeX import, a refresh) is one request
     "search": ("address_arxiv_per_minute", 60, "arXiv requests in the last minute", "arxiv"),
     "arxiv_add": ("address_arxiv_adds_per_day", 24 * 3600, "arXiv papers added in the last 24 hours", "arxiv_add"),
+    "compare_cell": ("address_compare_cells_per_day", 24 * 3600, "comparison cells in the last 24 hours",
+                     "compare_cell"),
 }
 ADDRESS_ALLOWANCES["arxiv_job"] = ADDRESS_ALLOWANCES["search"]  # adding, examples, imports, refreshes ask arXiv too
 

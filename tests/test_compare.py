@@ -119,6 +119,14 @@ def test_papers_the_user_may_not_see_and_spent_allowances_are_refused_before_any
     with pytest.raises(LimitExceeded, match="daily allowance of 3 comparison cells"):
         list(copilot.compare("local", ["specter", "s2orc"], ["method", "data"], quotas=True))
     assert len(copilot.llm.calls) == calls, "nothing was asked of the model"
+    # A guest's cells also count against its client address: a fresh guest session is no fresh allowance.
+    copilot.settings.compare_cells_per_day, copilot.settings.address_compare_cells_per_day = 100, 6
+    list(copilot.compare("guest-a", ["specter", "s2orc"], ["licence", "code"], quotas=True, address="10.0.0.9"))
+    with pytest.raises(LimitExceeded, match="Guests from your network made 4 comparison cells"):
+        list(copilot.compare("guest-b", ["specter", "s2orc"], ["licence", "code"], quotas=True, address="10.0.0.9"))
+    for wrong in ("specter", ["specter", 7], ["x" * 101, "s2orc"]):
+        with pytest.raises(UserError, match="lists of texts|at most 100 characters"):
+            list(copilot.compare("local", wrong, ["method"]))  # type: ignore[arg-type]
 
 
 def test_the_cli_prints_the_table_and_writes_csv_and_bibtex(copilot: Copilot, tmp_path: Path,

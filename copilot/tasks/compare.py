@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from copilot import grounding, prompts
 from copilot.answering import source_heads, source_texts, stream_until_repeating, supporting_quotes
 from copilot.errors import UserError
+from copilot.llm import scheduling
 from copilot.tasks.writing.bibtex import bibtex_entries
 from copilot.tasks.writing.citations import citation_from_paper
 from copilot.tasks.writing.model import Citation
@@ -37,6 +38,7 @@ DEFAULT_ASPECTS = ("task", "data", "method", "metric", "main result", "limitatio
 MIN_PAPERS, MAX_PAPERS = 2, 10
 MAX_ASPECTS = 8
 MAX_ASPECT_CHARS = 60
+MAX_ID_CHARS = 100
 CELL_MAX_TOKENS = 48  # one short phrase
 NOT_STATED = "not stated"
 _NOT_STATED = re.compile(r"^\W*(not stated|n/?a|none|unknown|not (mentioned|specified|given|reported))\W*$",
@@ -89,6 +91,11 @@ def aspect_question(aspect: str) -> str:
 def check_request(paper_ids: Sequence[str], aspects: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """The papers (2 to 10, each once) and aspects (the default six when none is given; at most 8 of at most 60
     characters each) of a comparison, or a one-line :class:`UserError`."""
+    if isinstance(paper_ids, str) or any(not isinstance(p, str) for p in paper_ids) or (
+            aspects is not None and (isinstance(aspects, str) or any(not isinstance(a, str) for a in aspects))):
+        raise UserError("Give the papers and the aspects as lists of texts.")
+    if any(len(p) > MAX_ID_CHARS for p in paper_ids):
+        raise UserError(f"A paper id is at most {MAX_ID_CHARS} characters: pick papers from your library.")
     papers = list(dict.fromkeys(p.strip() for p in paper_ids if p and p.strip()))
     if len(papers) < MIN_PAPERS:
         raise UserError(f"Choose at least {MIN_PAPERS} papers to compare.")
@@ -278,7 +285,8 @@ def compare_stream(copilot: Copilot, paper_ids: Sequence[str], aspects: Sequence
     yield table
     for paper in papers:
         for aspect in chosen:
-            cell = fill_cell(copilot, paper, aspect, user_id=user_id)
+            with scheduling(user_id):  # its call waits its turn as this user's, beside the chat's answers
+                cell = fill_cell(copilot, paper, aspect, user_id=user_id)
             table.cells.append(cell)
             table.seconds = time.perf_counter() - start
             yield cell

@@ -217,13 +217,16 @@ def register(ctx: AppContext) -> None:
             JSON: aspects, papers, cells (paper_id, aspect, text, stated, supported, missing, evidence), markdown,
             bibtex.
         """
-        from copilot.tasks.compare import Comparison
+        from copilot.tasks.compare import Comparison, parse_aspects
 
         user_id = agent_user(ctx, request, public=False)
         admit(user_id, request)
         table = None
+        if isinstance(aspects, str):
+            aspects = parse_aspects(aspects)
+        address = client_address(request, ctx.settings) if is_guest(user_id) else None
         for update in ctx.copilot.compare(user_id, list(paper_ids or []), list(aspects) if aspects else None,
-                                          quotas=True):
+                                          quotas=ctx.quotas, address=address):
             if isinstance(update, Comparison):
                 table = update
         assert table is not None

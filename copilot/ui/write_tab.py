@@ -139,7 +139,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         ctx.admit(user_id)
         chosen = parse_aspects(aspect_text)
         filled: Comparison | None = None
-        for update in ctx.copilot.compare(user_id, list(paper_ids or []), chosen or None, quotas=True):
+        for update in ctx.copilot.compare(user_id, list(paper_ids or []), chosen or None, quotas=ctx.quotas,
+                                          address=ctx.address(user_id)):
             if isinstance(update, Comparison):
                 filled = update
             if filled is not None and (update is not filled or not filled.cells):

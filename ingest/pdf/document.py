@@ -11,7 +11,7 @@ from pathlib import Path
 import pymupdf
 
 from ingest.errors import PDFError
-from ingest.pdf.page import _Page, _read_page
+from ingest.pdf.page import MAX_TABLE_PAGES, _Page, _read_page
 
 
 def _label(source: Path | bytes, name: str | None) -> str:
@@ -101,7 +101,9 @@ def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int 
         unreadable: list[int] = []
         for number in range(doc.page_count):
             try:
-                pages.append(_read_page(doc[number]))
+                # The layout analysis of tables (about 0.5 s a page) is spent on the first pages with a table caption
+                # only, so that a document of hundreds of them cannot hold the parser.
+                pages.append(_read_page(doc[number], tables=sum(p.layout_read for p in pages) < MAX_TABLE_PAGES))
             except Exception:  # a broken page must not lose the others
                 unreadable.append(number + 1)
         if not pages:

@@ -111,15 +111,20 @@ class _Page:
     tables: list[tuple[str, tuple[float, float, float, float], bool]] = field(default_factory=list)
     # the region of each figure (its graphics and its caption), by the id of its caption's first line
     figures: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    layout_read: bool = False  # the layout analysis ran on this page (it has a table caption)
 
 
-def _read_page(page: pymupdf.Page) -> _Page:
+MAX_TABLE_PAGES = 40  # pages of one document whose tables are read cell by cell (the first with a table caption)
+
+
+def _read_page(page: pymupdf.Page, *, tables: bool = True) -> _Page:
     raw = page.get_text("dict", flags=_TEXT_FLAGS)
     raw_blocks = [_visual_lines(block.get("lines", []), page.number) for block in raw["blocks"]]
     captions = [line for lines in raw_blocks for line in lines if _CAPTION.match(line.text)]
     prose = [_Block(lines, page.number) for lines in raw_blocks if _is_justified(lines)]
     zones = _table_zones(page, captions, prose)
-    found = read_tables(page, _caption_blocks(raw_blocks)) if has_table_caption([c.text for c in captions]) else []
+    analysed = tables and has_table_caption([c.text for c in captions])
+    found = read_tables(page, _caption_blocks(raw_blocks)) if analysed else []
     structured = [pymupdf.Rect(t.bbox) for t in found]
     # A table read cell by cell stands for the rule zones it covers; its lines leave the page's text.
     zones = [z for z in zones if not any(_covers(box, z) for box in structured)]
@@ -138,12 +143,13 @@ def _read_page(page: pymupdf.Page) -> _Page:
             blocks.append(_Block(lines, page.number))
     n_letters = sum(sum(map(str.isalnum, line.text)) for block in blocks for line in block.lines)
     has_images = n_letters < 20 and bool(page.get_images(full=False))
-    tables = [(text, _box(zone), False) for zone, zone_lines in zip(zones, cells, strict=True)
-              if (text := table_rows(zone_lines))]
-    tables += [(text, table.bbox, True) for table in found for text in table.sources]
-    tables.sort(key=lambda t: (t[1][1], t[1][0]))
+    rows = [(text, _box(zone), False) for zone, zone_lines in zip(zones, cells, strict=True)
+            if (text := table_rows(zone_lines))]
+    rows += [(text, table.bbox, True) for table in found for text in table.sources]
+    rows.sort(key=lambda t: (t[1][1], t[1][0]))
     figures = _figure_regions(page, raw_blocks) if any(_FIGURE.match(c.text) for c in captions) else {}
-    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, tables, figures)
+    return _Page(page.number, page.rect.width, page.rect.height, blocks, n_letters, has_images, rows, figures,
+                 analysed)
 
 
 _FIGURE = re.compile(r"^(?:Figure|Fig\.)\s*[A-Z]?\d+[.:]")

@@ -558,6 +558,16 @@ class Copilot(Answerer):
             admit_compare_cells(self.store, self.settings, user_id, len(papers) * len(chosen))
         yield from compare_stream(self, papers, chosen, user_id=user_id)
 
+    def comparison(self, user_id: str, paper_ids: list[str], aspects: list[str] | None = None, *,
+                   quotas: bool = False, address: str | None = None) -> Comparison:
+        """The filled comparison table of :meth:`compare`, for a caller that does not show its cells as they come."""
+        table = None
+        for update in self.compare(user_id, paper_ids, aspects, quotas=quotas, address=address):
+            if isinstance(update, Comparison):
+                table = update
+        assert table is not None
+        return table
+
     def visitor_model(self, token: str) -> ChatModel | None:
         """``COPILOT_SIGNED_IN_MODEL`` on Hugging Face Inference under a signed-in visitor's own token, to pass to
         :meth:`chat_stream` (None when that setting is empty: the instance's model answers everyone)."""

@@ -17,11 +17,11 @@ import gradio as gr
 
 from copilot.access import HEADER
 from copilot.answering import AskResult
-from copilot.config import Settings
 from copilot.ui.actions import REFUSED
 from copilot.ui.context import AppContext, page_error
 from copilot.limits import is_guest
-from copilot.ui.users import client_address, on_spaces
+from copilot.tasks.compare import parse_aspects
+from copilot.ui.users import client_address
 from ingest.errors import ArxivUnavailable
 
 PREFIX = "agent_"  # each tool's API endpoint is this and the tool's name
@@ -32,11 +32,6 @@ MAX_SEARCH_RESULTS = 20
 NEEDS_TOKEN = ("This tool acts as a user: send your personal access token in the X-Copilot-Token header (create one "
                "in the Profile tab).")
 BAD_TOKEN = "This access token is not valid or was revoked: create a new one in the Profile tab."
-
-
-def mcp_enabled(settings: Settings) -> bool:
-    """``COPILOT_MCP``: on or off as set; 'auto' is on, except on a Hugging Face Space (its owner turns it on)."""
-    return settings.mcp == "on" or (settings.mcp == "auto" and not on_spaces())
 
 
 def agent_user(ctx: AppContext, request: gr.Request | None, *, public: bool) -> str:
@@ -214,23 +209,14 @@ def register(ctx: AppContext) -> None:
             aspects: The columns, at most 8 (default: task, data, method, metric, main result, limitation).
 
         Returns:
-            JSON: aspects, papers, cells (paper_id, aspect, text, stated, supported, missing, evidence), markdown,
-            bibtex.
+            JSON: aspects, papers, cells (paper_id, aspect, text, stated, supported, evidence), markdown, bibtex.
         """
-        from copilot.tasks.compare import Comparison, parse_aspects
-
         user_id = agent_user(ctx, request, public=False)
         admit(user_id, request)
-        table = None
-        if isinstance(aspects, str):
-            aspects = parse_aspects(aspects)
         address = client_address(request, ctx.settings) if is_guest(user_id) else None
-        for update in ctx.copilot.compare(user_id, list(paper_ids or []), list(aspects) if aspects else None,
-                                          quotas=ctx.quotas, address=address):
-            if isinstance(update, Comparison):
-                table = update
-        assert table is not None
-        return _json(table.as_dict())
+        wanted = parse_aspects(aspects) if isinstance(aspects, str) else aspects
+        return _json(ctx.copilot.comparison(user_id, list(paper_ids or []), wanted or None, quotas=ctx.quotas,
+                                            address=address).as_dict())
 
     @refusals
     def get_passage(source_id: int, request: gr.Request = None) -> str:  # type: ignore[assignment]

@@ -21,7 +21,7 @@ from copilot.ui.context import AppContext
 from copilot.ui.identity import GuestCookieMiddleware, guest_tokens
 from copilot.ui.services import Services
 from copilot.ui.sessions import SessionGuard
-from copilot.ui.users import on_spaces, users_mode
+from copilot.ui.users import mcp_enabled, on_spaces, users_mode
 
 logger = logging.getLogger(__name__)
 PERSISTENT_ROOT = Path("/data")  # where a Space mounts its persistent storage or storage bucket
@@ -120,7 +120,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             return info
 
         gr.api(model_info, api_name="model_info")
-        if agent_tools.mcp_enabled(settings):
+        if mcp_enabled(settings):
             agent_tools.register(ctx)
     return demo
 
@@ -167,7 +167,7 @@ def serve(demo: gr.Blocks, settings: Settings, **kwargs: Any) -> Any:  # noqa: A
         launched = demo.queue(default_concurrency_limit=2, max_size=gradio_queue).launch(
             max_file_size=f"{settings.max_upload_mb}mb",
             app_kwargs=app_kwargs,
-            mcp_server=agent_tools.mcp_enabled(settings),
+            mcp_server=mcp_enabled(settings),
             prevent_thread_lock=True,
             **kwargs,
         )

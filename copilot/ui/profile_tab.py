@@ -9,7 +9,7 @@ import gradio as gr
 from copilot.limits import check_memory
 from copilot.prompts import LANGUAGE_OF_QUESTION
 from copilot.ui.actions import action
-from copilot.ui.agent_tools import mcp_enabled
+from copilot.ui.users import mcp_enabled
 from copilot.ui.context import AppContext
 from copilot.ui.users import describe_user
 

@@ -123,3 +123,8 @@ def describe_user(user_id: str) -> str:
     if user_id.startswith("hf:"):
         return f"signed in as **{user_id[3:]}**"
     return "guest (this browser; sign in to keep your work anywhere)"
+
+
+def mcp_enabled(settings: Settings) -> bool:
+    """``COPILOT_MCP``: on or off as set; 'auto' is on, except on a Hugging Face Space (its owner turns it on)."""
+    return settings.mcp == "on" or (settings.mcp == "auto" and not on_spaces())

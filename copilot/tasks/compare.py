@@ -196,20 +196,23 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
     start = time.perf_counter()
     settings = copilot.settings
     spec = aspect_spec(aspect)
-    found = copilot.gather(spec.question, user_id=user_id, use_thoughts=False, paper_ids=[paper.id])
-    items = list(found.items)
     needs = {t for word in spec.needs for t in grounding.terms(word)}
 
     def blank(calls: int = 0) -> ComparisonCell:
         return ComparisonCell(paper.id, aspect, NOT_STATED, False, llm_calls=calls,
                               seconds=time.perf_counter() - start)
 
-    # An aspect an abstract states is read there first (alone, for the task and the method): a paper with an
-    # abstract always has something that bears on it.
-    pinned = _abstract_first(copilot, paper, [] if spec.abstract == "only" else items,
-                             settings.context_budget_tokens) if spec.abstract else []
-    if not pinned and (not items or found.bearing < settings.min_bearing):
-        return blank()
+    # An aspect an abstract states is read there first (alone, for the task and the method, which then need no
+    # retrieval): a paper with an abstract always has something that bears on it.
+    pinned = _abstract_first(copilot, paper, [], settings.context_budget_tokens) if spec.abstract == "only" else []
+    items: list[RetrievedItem] = []
+    if not pinned:
+        found = copilot.gather(spec.question, user_id=user_id, use_thoughts=False, paper_ids=[paper.id])
+        items = list(found.items)
+        if spec.abstract:
+            pinned = _abstract_first(copilot, paper, items, settings.context_budget_tokens)
+        if not pinned and (not items or found.bearing < settings.min_bearing):
+            return blank()
     if needs and not any(needs & grounding.terms(item.text) for item in items):
         return blank()
     items = pinned or items

@@ -111,6 +111,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 headers["Link"] = f'<{link}>; rel="next"'
             self._send(200, json.dumps(page).encode(), "application/json", headers)
             return
+        if rest == ["items"] and "itemKey" in query:  # the items of these keys, at most 50 (as the web API)
+            keys = query["itemKey"].split(",")
+            if len(keys) > 50:
+                self._error(400, "Too many keys")
+                return
+            found = [i for i in library.items if i["key"] in keys]
+            self._send(200, json.dumps(found).encode(), "application/json",
+                       {"Last-Modified-Version": str(library.version)})
+            return
         if rest == ["items"]:  # every item (children too), here only by type and version, as the sync asks
             since = int(query.get("since", 0))
             found = sorted((i for i in library.items if i["version"] > since

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 PAGE = 100  # items per request, the web API's most
 LEFT = "left for the next sync"  # an item a limit of this sync left untaken
 MAX_LIST_PAGES = 100  # pages of changed items one sync lists at most (10,000 items); past them, the next sync goes on
+KEYS_PER_REQUEST = 50  # the web API's most item keys in one request (itemKey=A,B,...)
 MAX_ATTACHMENT_PAGES = 20  # pages of changed attachments one sync reads (a PDF added to a record taken before)
 SKIPPED_TYPES = ("note", "annotation")
 
@@ -130,7 +131,9 @@ def _gained_a_pdf(zot: Any, since: int, records_only: set[str],  # noqa: ANN401 
         pages.append(_call(lambda: zot.follow()))
     parents = [a["data"].get("parentItem") for page in pages for a in page if is_stored_pdf(a.get("data") or {})]
     wanted = list(dict.fromkeys(p for p in parents if p in records_only and p not in listed))
-    return [_call(lambda key=key: zot.item(key)) for key in wanted]
+    # Fetched 50 at a time (the web API's most keys a request), not one request a parent.
+    return [item for at in range(0, len(wanted), KEYS_PER_REQUEST)
+            for item in _call(lambda at=at: zot.items(itemKey=",".join(wanted[at:at + KEYS_PER_REQUEST])))]
 
 
 def _safe_name(text: str) -> str:

@@ -190,7 +190,7 @@ class _Assembler:
             column = 1 if block.side == "right" else 0
             self.ref_lines.append(RefLine(line.text, line.x0, line.y0, line.y1, line.page, column))
             return
-        if block.size < 0.85 * self.body_size or block.is_debris:
+        if not block.equation and (block.size < 0.85 * self.body_size or block.is_debris):
             self._note(block)  # footnotes and table rows are kept apart; figure labels go
             return
         new_paragraph = _starts_paragraph(self.prev, self.prev_block, line, block, self.body_size)

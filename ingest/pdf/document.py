@@ -11,6 +11,7 @@ from pathlib import Path
 import pymupdf
 
 from ingest.errors import PDFError
+from ingest.pdf.equations import join_equations
 from ingest.pdf.page import MAX_TABLE_PAGES, _Page, _read_page
 
 
@@ -103,7 +104,9 @@ def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int 
             try:
                 # The layout analysis of tables (about 0.5 s a page) is spent on the first pages with a table caption
                 # only, so that a document of hundreds of them cannot hold the parser.
-                pages.append(_read_page(doc[number], tables=sum(p.layout_read for p in pages) < MAX_TABLE_PAGES))
+                page = _read_page(doc[number], tables=sum(p.layout_read for p in pages) < MAX_TABLE_PAGES)
+                page.blocks = join_equations(page.blocks, page.width)
+                pages.append(page)
             except Exception:  # a broken page must not lose the others
                 unreadable.append(number + 1)
         if not pages:

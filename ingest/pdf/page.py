@@ -58,6 +58,7 @@ class _Block:
     lines: list[_Line]
     page: int
     side: str = "full"  # "left", "right" or "full" (spans both columns, or single-column page)
+    equation: bool = False  # a numbered display equation (ingest.pdf.equations): body text, however short
 
     @property
     def x0(self) -> float:

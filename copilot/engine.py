@@ -37,6 +37,7 @@ from copilot.library import AddResult, Library
 from copilot.limits import (
     LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_compare_cells, admit_page, admit_question,
     admit_search, arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
+    refund_address, refund_compare_cells,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
@@ -552,11 +553,25 @@ class Copilot(Answerer):
         papers, chosen = check_request(paper_ids, aspects)
         self.visible_paper_ids(user_id, papers)
         admit_answer(self.llm, self.settings)
+        cells = len(papers) * len(chosen)
+        guest_address = address if address is not None and is_guest(user_id) else None
         if quotas:
-            if address is not None and is_guest(user_id):
-                admit_address(self.store, self.settings, address, "compare_cell", len(papers) * len(chosen))
-            admit_compare_cells(self.store, self.settings, user_id, len(papers) * len(chosen))
-        yield from compare_stream(self, papers, chosen, user_id=user_id)
+            if guest_address is not None:
+                admit_address(self.store, self.settings, guest_address, "compare_cell", cells)
+            try:
+                admit_compare_cells(self.store, self.settings, user_id, cells)
+            except LimitExceeded:
+                if guest_address is not None:
+                    refund_address(self.store, guest_address, "compare_cell", cells)
+                raise
+        filled = 0
+        try:
+            for update in compare_stream(self, papers, chosen, user_id=user_id):
+                filled += isinstance(update, ComparisonCell)
+                yield update
+        finally:  # the cells a failure (or a caller that stopped listening) left unfilled are given back
+            if quotas and filled < cells:
+                refund_compare_cells(self.store, user_id, guest_address, cells - filled)
 
     def comparison(self, user_id: str, paper_ids: list[str], aspects: list[str] | None = None, *,
                    quotas: bool = False, address: str | None = None) -> Comparison:

@@ -165,6 +165,20 @@ def admit_compare_cells(store: Store, settings: Settings, user_id: str, n: int) 
                             "tomorrow.")
 
 
+def refund_compare_cells(store: Store, user_id: str, address: str | None, n: int) -> None:
+    """Give back ``n`` comparison cells counted and never filled (the table failed, or was left, half-way): the
+    user's, and the client ``address``'s when they were counted there too (a guest's)."""
+    store.usage.refund(user_id, "compare_cell", n)
+    if address is not None:
+        refund_address(store, address, "compare_cell", n)
+
+
+def refund_address(store: Store, address: str, action: str, n: int) -> None:
+    """Give back ``n`` uses of ``action`` counted against a client ``address`` (see :func:`admit_address`)."""
+    if action in ADDRESS_ALLOWANCES:
+        store.usage.refund(f"address:{address}", ADDRESS_ALLOWANCES[action][3], n)
+
+
 def arxiv_additions_left(store: Store, settings: Settings, user_id: str) -> int:
     """How many more arXiv papers ``user_id`` may add in the current 24 hours."""
     return max(0, settings.max_arxiv_adds_per_day - store.usage.count_since(user_id, "arxiv_add", 24 * 3600))

@@ -649,7 +649,11 @@ def test_an_unreachable_host_fails_at_once_and_is_remembered(fresh_reachability,
 
 def test_the_check_gives_up_after_its_timeout(fresh_reachability, monkeypatch) -> None:
     monkeypatch.setattr(arxiv_client, "REACH_TIMEOUT_SECONDS", 0.5)
-    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: time.sleep(5))  # a host that never answers
+    def hanging(*args, **kwargs) -> None:  # noqa: ANN002, ANN003 - a host that never answers, then times out
+        time.sleep(5)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", hanging)
     client = ArxivClient(check_reachable=True)
     started = time.monotonic()
     assert client.reachable() is False

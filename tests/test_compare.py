@@ -18,6 +18,7 @@ from copilot.embeddings import Embedder
 from copilot.engine import Copilot
 from copilot.errors import UserError
 from copilot.limits import LimitExceeded
+from copilot.llm import LLMError
 from copilot.storage import Store
 from copilot.tasks.compare import (
     DEFAULT_ASPECTS,
@@ -124,9 +125,37 @@ def test_papers_the_user_may_not_see_and_spent_allowances_are_refused_before_any
     list(copilot.compare("guest-a", ["specter", "s2orc"], ["licence", "code"], quotas=True, address="10.0.0.9"))
     with pytest.raises(LimitExceeded, match="Guests from your network made 4 comparison cells"):
         list(copilot.compare("guest-b", ["specter", "s2orc"], ["licence", "code"], quotas=True, address="10.0.0.9"))
+    # A guest refused by its own allowance keeps its address's: nothing was counted there either.
+    copilot.settings.compare_cells_per_day, copilot.settings.address_compare_cells_per_day = 2, 100
+    with pytest.raises(LimitExceeded, match="daily allowance of 2"):
+        list(copilot.compare("guest-c", ["specter", "s2orc"], ["licence", "code"], quotas=True, address="10.0.0.8"))
+    assert copilot.store.usage.count_since("address:10.0.0.8", "compare_cell", 3600) == 0
     for wrong in ("specter", ["specter", 7], ["x" * 101, "s2orc"]):
         with pytest.raises(UserError, match="lists of texts|at most 100 characters"):
             list(copilot.compare("local", wrong, ["method"]))  # type: ignore[arg-type]
+
+
+def test_the_cells_a_table_leaves_unfilled_are_given_back(copilot: Copilot) -> None:
+    """A model that fails half-way, or a caller that stops listening, spends only the cells that were filled."""
+    def failing(messages: list[dict[str, str]]) -> str:
+        raise LLMError("The local model failed: out of memory")
+
+    copilot.settings.compare_cells_per_day = copilot.settings.address_compare_cells_per_day = 8
+    copilot.llm.answers = [replies, failing]
+    filled = []
+    with pytest.raises(LLMError, match="out of memory"):
+        for update in copilot.compare("guest-a", ["specter", "s2orc"], ["method", "data"], quotas=True,
+                                      address="10.0.0.9"):
+            filled += [update] if isinstance(update, ComparisonCell) else []
+    assert 1 <= len(filled) < 4 and len(copilot.llm.calls) == 2
+    usage = copilot.store.usage
+    assert usage.count_since("guest-a", "compare_cell", 3600) == len(filled)
+    assert usage.count_since("address:10.0.0.9", "compare_cell", 3600) == len(filled)
+    copilot.llm.answers = [replies] * 4
+    updates = copilot.compare("local", ["specter", "s2orc"], ["method", "data"], quotas=True)
+    assert isinstance(next(updates), Comparison) and isinstance(next(updates), ComparisonCell)
+    updates.close()  # the user left after the first cell
+    assert usage.count_since("local", "compare_cell", 3600) == 1
 
 
 def test_the_cli_prints_the_table_and_writes_csv_and_bibtex(copilot: Copilot, tmp_path: Path,

@@ -256,3 +256,17 @@ def test_requests_racing_past_a_limit_are_admitted_up_to_it(store: Store) -> Non
         thread.join()
     assert results.count(None) == 10 and store.usage.count_since("ada", "question", 60) == 10
     assert store.usage.admit("bob", "question", limit=10, window_s=60) is None, "another user has their own"
+
+
+def test_a_refund_takes_back_only_the_latest_uses_of_that_user_and_action(store: Store) -> None:
+    assert store.usage.admit("ada", "compare_cell", limit=10, window_s=60, amount=6) is None
+    store.usage.record("ada", "question", 2)
+    store.usage.record("bob", "compare_cell", 3)
+    store.usage.refund("ada", "compare_cell", 4)
+    store.usage.refund("ada", "compare_cell", 0)
+    assert store.usage.count_since("ada", "compare_cell", 60) == 2
+    assert store.usage.count_since("ada", "question", 60) == 2
+    assert store.usage.count_since("bob", "compare_cell", 60) == 3
+    store.usage.refund("ada", "compare_cell", 5)  # more than were counted: none left, nothing else touched
+    assert store.usage.count_since("ada", "compare_cell", 60) == 0
+    assert store.usage.count_since("ada", "question", 60) == 2

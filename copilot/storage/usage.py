@@ -34,6 +34,15 @@ class UsageRepository:
             "SELECT COUNT(*) FROM usage_events WHERE user_id = ? AND action = ? AND at > ?",
             [user_id, action, _since(seconds)]).fetchone()[0])
 
+    def refund(self, user_id: str, action: str, amount: int) -> None:
+        """Take back the ``amount`` latest uses of ``action`` by ``user_id``: counted before the work they paid for,
+        which was never done."""
+        if amount <= 0:
+            return
+        with self._store.transaction() as conn:
+            conn.execute("DELETE FROM usage_events WHERE id IN (SELECT id FROM usage_events WHERE user_id = ? AND "
+                         "action = ? ORDER BY id DESC LIMIT ?)", [user_id, action, amount])
+
     def record(self, user_id: str, action: str, amount: int = 1) -> None:
         """Count ``amount`` uses of ``action`` that already happened (a refresh's additions, known afterwards)."""
         if amount <= 0:

@@ -3,10 +3,12 @@
 PyMuPDF gives a typeset equation as scattered short pieces (``L = max``, ``d``, ``PQ, P+``, ``+ m``, ``(2)``): too
 short and too wordless to pass for prose, so the page's text would drop them as figure debris. A piece of text
 that is only an equation number, ``(2)``, at the right of its column marks a display equation: the pieces level
-with it in that column are joined left to right into one line (a line below the equation's middle, a fraction's
-denominator, after a ``/``), its number written ``(Equation 2)`` so that a question about "equation 2" finds it.
-An equation typeset as one line of text ("v = Transformer(input)[CLS], (1)") keeps its line, its number written
-the same way; one without a number ("d(PA, PB) = ∥vA −vB∥2,") is kept where it stands between two paragraphs. Symbols a math font draws without a Unicode mapping are lost; the letters, digits and operators stay.
+with it in that column are joined into one line, row by row (a fraction's denominator, a wrapped equation's second
+row after the first), each row left to right, its number written ``(Equation 2)``, so that retrieval reads the word
+and the number a question about "equation 2" uses. A number set below its equation (a long one) is brought back to
+it. An equation typeset as a line of text ("v = Transformer(input)[CLS], (1)") keeps its line, its number written
+the same way; one without a number ("d(PA, PB) = ∥vA −vB∥2,") is kept where it stands between two paragraphs.
+Symbols a math font draws without a Unicode mapping are lost; the letters, digits and operators stay.
 """
 
 from __future__ import annotations

@@ -63,6 +63,7 @@ from copilot.types import (
 )
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
+from ingest.pdf.tables import is_cell_table
 
 
 __all__ = ["DEFAULT_USER", "FEEDBACK_SIGNAL", "MEMORY_MIN_SCORE", "QUEUE_POLL_S", "AskResult", "Copilot",
@@ -386,7 +387,7 @@ class Copilot(Answerer):
         try:
             shown = render_passage(pdf, chunk.text, chunk.page_start, chunk.page_end, dpi=self.settings.passage_dpi,
                                    max_side_px=self.settings.passage_max_side_px,
-                                   region=chunk.bbox if "\n|" in chunk.text or chunk.section == "Figure" else None,
+                                   region=chunk.bbox if is_cell_table(chunk.text) or chunk.section == "Figure" else None,
                                    crop=chunk.section == "Figure" and chunk.bbox is not None)
         except (RuntimeError, ValueError) as exc:  # PyMuPDF's errors on a file damaged since it was parsed
             # The detail (which may name the server's file) goes to the log, not to the visitor.

@@ -47,6 +47,7 @@ import numpy as np
 from copilot.embeddings import Embedder
 from copilot.grounding import split_sentences, terms
 from copilot.types import RetrievedItem
+from ingest.pdf.tables import is_cell_table
 
 CANDIDATES = 30  # retrieved items read sentence by sentence (the issue asks for 20-40)
 LEXICAL_WEIGHT = 0.6  # a sentence's score: cosine + this x the IDF-weighted share of the question's terms it holds
@@ -233,7 +234,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     # Table candidates whose first sentence heads their rows: a header row, or the caption of a table read cell by
     # cell (whose first sentence, without a caption, is a row like the others).
     lifted = {c for c in range(len(pool)) if pool[c].section == "Table"
-              and ("\n|" not in (pool[c].text or "") or _CAPTION.match(groups[c][0]))}
+              and (not is_cell_table(pool[c].text or "") or _CAPTION.match(groups[c][0]))}
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))

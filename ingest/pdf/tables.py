@@ -204,6 +204,12 @@ def table_sources(rows: list[list[str | None]], caption: str = "") -> list[str]:
             for i in range(0, len(data), ROWS_PER_SOURCE)]
 
 
+def is_cell_table(text: str) -> bool:
+    """Is ``text`` (a chunk's) a table read cell by cell: Markdown rows under its caption (see :func:`table_sources`),
+    not the rows of a rule zone or a caption?"""
+    return "\n|" in text
+
+
 def _spread_labels(data: list[list[str]]) -> list[list[str]]:
     """A row holding only a label ("DEP" set between the two GENIA rows it names, no value beside it) is a label
     centred on the rows around it: it goes into both, where they have nothing in its column, and its row goes."""

@@ -118,10 +118,10 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
             ))
     for note in parsed.notes:
         section = NOTE_SECTIONS.get(note.kind, note.kind.title())
-        if note.whole:  # a table's rows under its caption and header: one source as it is
-            n = len(_token_spans(tokenizer, note.text))
-            chunks.append(PaperChunk(paper_id, len(chunks), section, note.text, note.page, note.page, 0,
-                                     len(note.text), n, note.bbox))
+        if note.whole:  # a table's rows under its caption and header, or a figure's caption: whole
+            for text, start, end, n in _table_parts(tokenizer, note.text, options.chunk_tokens):
+                chunks.append(PaperChunk(paper_id, len(chunks), section, text, note.page, note.page, start, end, n,
+                                         note.bbox))
             continue
         for start, end, n in split_spans(tokenizer, note.text, options):
             if n < options.min_tokens:
@@ -129,3 +129,32 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
             chunks.append(PaperChunk(paper_id, len(chunks), section, note.text[start:end], note.page, note.page,
                                      start, end, n, note.bbox))
     return chunks
+
+
+_TABLE_RULE = re.compile(r"^\|(?:-+\|)+$")  # the line under a Markdown table's header: |---|---|
+
+
+def _table_parts(tokenizer: Tokenizer, text: str, budget: int) -> list[tuple[str, int, int, int]]:
+    """A whole note as its sources: (text, start, end, tokens) of each. A table whose rows would pass ``budget``
+    tokens (the embedder reads no further) is cut between rows into parts of at most that many, each under the same
+    caption and header; ``start`` and ``end`` span a part's rows in ``text``. A row longer than that is a part of
+    its own; a figure's caption, or a table within the budget, is one source as it is."""
+    n = len(_token_spans(tokenizer, text))
+    lines = text.split("\n")
+    rule = next((i for i, line in enumerate(lines) if _TABLE_RULE.match(line)), None)
+    if n <= budget or rule is None or rule + 2 >= len(lines):
+        return [(text, 0, len(text), n)]
+    head = "\n".join(lines[:rule + 1])
+    parts: list[tuple[str, int, int, int]] = []
+    rows: list[str] = []
+    start = offset = len(head) + 1  # where the part's first row, and the next row, begin
+    for line in lines[rule + 1:]:
+        if rows and len(_token_spans(tokenizer, "\n".join([head, *rows, line]))) > budget:
+            part = "\n".join([head, *rows])
+            parts.append((part, start, offset - 1, len(_token_spans(tokenizer, part))))
+            rows, start = [], offset
+        rows.append(line)
+        offset += len(line) + 1
+    part = "\n".join([head, *rows])
+    parts.append((part, start, offset - 1, len(_token_spans(tokenizer, part))))
+    return parts

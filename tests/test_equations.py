@@ -77,3 +77,15 @@ def test_only_a_number_at_the_right_of_its_column_is_an_equations(tmp_path) -> N
     text = parse_pdf(_page(tmp_path, lines)).text
     assert "E = mc + k (Equation 5)" in text
     assert "Equation 6" not in text
+
+
+def test_an_equation_that_cannot_be_read_costs_its_pieces_never_the_page(monkeypatch) -> None:  # noqa: ANN001
+    from ingest.pdf import document
+
+    def broken(blocks, width):  # noqa: ANN001, ANN202
+        raise IndexError("an equation's pieces in an order nobody foresaw")
+
+    monkeypatch.setattr(document, "join_equations", broken)
+    parsed = parse_pdf(S2ORC)
+    assert "We construct the final corpus by assembling" in parsed.text and "(Equation" not in parsed.text
+    assert any("the equations of page 4 could not be read" in w for w in parsed.warnings)

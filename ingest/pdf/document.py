@@ -105,10 +105,14 @@ def _read_document(data: bytes, label: str, warnings: list[str], max_pages: int 
                 # The layout analysis of tables (about 0.5 s a page) is spent on the first pages with a table caption
                 # only, so that a document of hundreds of them cannot hold the parser.
                 page = _read_page(doc[number], tables=sum(p.layout_read for p in pages) < MAX_TABLE_PAGES)
-                page.blocks = join_equations(page.blocks, page.width)
-                pages.append(page)
             except Exception:  # a broken page must not lose the others
                 unreadable.append(number + 1)
+                continue
+            try:
+                page.blocks = join_equations(page.blocks, page.width)
+            except Exception:  # noqa: BLE001 - an equation misread costs its pieces, never the page
+                warnings.append(f"{label}: the equations of page {number + 1} could not be read")
+            pages.append(page)
         if not pages:
             raise PDFError(f"{label} is damaged: none of its pages could be read; download it again")
         if unreadable:

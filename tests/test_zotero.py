@@ -143,6 +143,25 @@ def test_the_pdf_bytes_of_one_sync_are_bounded(copilot: Copilot, zotero) -> None
     assert copilot.sync_zotero("ada")["items"][0]["message"].startswith("its PDF is larger than the 0 MB")
 
 
+def test_a_pdf_the_library_refuses_is_not_read_again_until_its_item_changes(copilot: Copilot, zotero,  # noqa: ANN001
+                                                                             tmp_path: Path) -> None:
+    lib, _ = zotero
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 200)
+    lib.items = [i for i in lib.items if i["key"].startswith(("PDF", "ATT"))]
+    lib.files["ATT00002"] = damaged
+    copilot.connect_zotero("ada", USER, KEY)
+    first = copilot.sync_zotero("ada")
+    assert (first["added"], first["failed"]) == (2, 1)
+    [refused] = [i for i in first["items"] if i["status"] == "failed"]
+    assert refused["item"] == "PDF00002" and "damaged" in refused["message"]
+    reads = len([r for r in lib.requests if "ATT00002" in r])
+    assert _sync(copilot) == {"added": 0, "already": 0, "metadata_only": 0, "unchanged": 0, "failed": 0, "left": 0}
+    assert len([r for r in lib.requests if "ATT00002" in r]) == reads, "not downloaded again"
+    lib.items[2]["version"] = lib.items[2]["data"]["version"] = 60  # edited in Zotero: taken again
+    assert _sync(copilot)["failed"] == 1
+
+
 def test_a_sync_cut_half_way_keeps_what_it_took_and_resumes(copilot: Copilot, zotero) -> None:  # noqa: ANN001
     lib, _ = zotero
     lib.fail_file = "ATT00002"  # the second PDF's download drops

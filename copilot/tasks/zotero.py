@@ -4,7 +4,9 @@ Each top-level item goes the way the library already knows: one with an arXiv id
 stored PDF attachment through the upload path (with all its checks), any other is listed as "metadata only". Every
 item taken is recorded at once with its version, so a second sync takes only what is new or changed, and a sync cut
 half-way (an error, a limit) resumes where it stopped: the library version a sync saw becomes the next one's
-starting point only when it took everything. Zotero's refusals (a bad key, rate limits, a timeout) are one line.
+starting point only when it took everything. A PDF the library refuses (damaged, no text) is recorded as failed at
+its item's version: it is not read again until the item changes, and holds no later sync back. Zotero's refusals (a
+bad key, rate limits, a timeout) are one line, and what they stopped is taken by the next sync.
 """
 
 from __future__ import annotations
@@ -189,11 +191,11 @@ def sync(copilot: Copilot, user_id: str, api_key: str | None, progress: Progress
         bytes_left -= taken.bytes_read
         lines.append({"item": key, "title": title, "status": taken.status, "paper_id": taken.paper_id,
                       "message": taken.message})
-        if taken.status in ("failed", LEFT):
+        if taken.status == LEFT or (taken.status == "failed" and taken.retry):
             complete = False  # taken again by the next sync
             counts["left" if taken.status == LEFT else "failed"] += 1
             continue
-        counts[taken.status.replace(" ", "_")] += 1
+        counts[taken.status.replace(" ", "_")] += 1  # a refused PDF: failed, and recorded at its version
         store.zotero.record_item(user_id, key, item_version, taken.status, taken.paper_id, title)
     if complete and not counts["left"]:
         store.zotero.finished(user_id, version)
@@ -210,6 +212,7 @@ class Taken:
     paper_id: str | None
     message: str
     bytes_read: int = 0
+    retry: bool = True  # a failure the next sync tries again (a network error, a limit); False: the file was refused
 
 
 def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: str, *,  # noqa: ANN401
@@ -250,7 +253,8 @@ def _take(copilot: Copilot, zot: Any, user_id: str, data: dict[str, Any], key: s
             report = copilot.upload([path], user_id, quotas=quotas)[0]
         except UserError as exc:
             return Taken("failed", None, str(exc), len(content))
-    return Taken(_status(report), report.get("paper_id"), report["message"], len(content))
+    # A PDF the library refuses (damaged, no text, too many pages) is refused again until its item changes.
+    return Taken(_status(report), report.get("paper_id"), report["message"], len(content), retry=report["ok"])
 
 
 def _status(report: dict[str, Any]) -> str:

@@ -70,6 +70,9 @@ def _tab(page, name: str) -> None:  # noqa: ANN001
     page.locator(f'button[role="tab"][data-tab-id="{TAB_IDS[name]}"]:visible').first.click()
 
 
+TOASTS = "() => Array.from(document.querySelectorAll('.toast-body')).map(t => t.innerText)"  # the notices shown
+
+
 def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) -> str:  # noqa: ANN001
     """Wait until the element's text matches ``pattern`` (a JS regular expression); return the text that matched
     (read in the same check: a later read could catch the element while it re-renders)."""
@@ -82,7 +85,7 @@ def _wait_text(page, selector: str, pattern: str, timeout: int = LLM_WAIT_MS) ->
             arg=[selector, pattern], timeout=timeout)
     except PlaywrightTimeout as exc:
         shown = page.evaluate("s => document.querySelector(s)?.innerText ?? '(no element)'", selector)
-        toasts = page.evaluate("() => Array.from(document.querySelectorAll('.toast-body')).map(t => t.innerText)")
+        toasts = page.evaluate(TOASTS)
         raise AssertionError(f"{selector} never matched /{pattern}/; it shows {shown[-1500:]!r}; "
                              f"notices: {toasts}") from exc
     return matched.json_value()["text"]
@@ -249,6 +252,8 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
 
     # Evidence and declines: an answer shows the verbatim source sentence of each supported sentence, with its
     # paper, section and page; a question the papers do not answer is declined with the nearest passages.
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     _tab(page, "Chat")
     bots = page.locator('#chatbot [data-testid="bot"]')
     for question in [*GROUNDING_QUESTIONS, DECLINED_QUESTION]:
@@ -258,11 +263,21 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
         asked = bots.count()
         box.fill(question)
         box.press("Enter")
-        page.wait_for_function(
-            """n => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
-                      return b.length > n && /Supporting quotes|do not support this answer|papers in scope do not say/
-                             .test(b[b.length - 1].innerText); }""",
-            arg=asked, timeout=LLM_WAIT_MS)
+        try:
+            page.wait_for_function(
+                """n => { const b = document.querySelectorAll('#chatbot [data-testid="bot"]');
+                          return b.length > n
+                                 && /Supporting quotes|do not support this answer|papers in scope do not say/
+                                    .test(b[b.length - 1].innerText); }""",
+                arg=asked, timeout=LLM_WAIT_MS)
+        except PlaywrightTimeout as exc:  # what the page showed instead: the last answer, the status, the notices
+            shown = bots.all_inner_texts()
+            raise AssertionError(f"no checked answer to {question!r} ({len(shown)} answers, {asked} before); the last "
+                                 f"shows {shown[-1][-1500:] if shown else '(none)'!r}; the box holds "
+                                 f"{box.input_value()!r}; status {page.locator('#chat-status').inner_text()!r}; "
+                                 f"notices {page.evaluate(TOASTS)}") from exc
+        # the answer's chain (its sources listed, its thought's status) is done before the next question
+        _wait_text(page, "#chat-status", r"Thought: (\*\*)?(added|merged)|Thought: dropped|^$")
     texts = bots.all_inner_texts()
     evidence = next((t for t in reversed(texts) if "Supporting quotes" in t), "")
     assert re.search(r"“.+” \(support \d\.\d\d\) — .+, p+\. \d+", evidence), texts

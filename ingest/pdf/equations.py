@@ -26,7 +26,8 @@ _RELATION = re.compile(r"[A-Za-z)\]|∥]\s*(?:=|≤|≥|≈|∝|:=)\s*\S")
 GAP_LINES = 2.0  # font sizes: an unnumbered equation stands at most this far from the paragraphs above and below
 RIGHT_REACH = 20.0  # points: an equation number stands this close to its column's right edge (or closer)
 INDENT = 10.0  # points: a line of a paragraph's block set this far right of the block's left edge is set apart
-MAX_PIECE_CHARS = 120  # a block longer than this is prose, not a piece of an equation
+MAX_PIECE_CHARS = 120
+MAX_NUMBERS = 50  # equation numbers read on one page: a page of thousands of "(n)" costs no more than this  # a block longer than this is prose, not a piece of an equation
 
 
 def _is_piece(block: _Block) -> bool:
@@ -77,7 +78,8 @@ def join_equations(blocks: list[_Block], width: float) -> list[_Block]:
     marked ``equation``, and each unnumbered one marked; the other blocks as they were. A number that wrapped onto
     the first line of the next paragraph's block (a long equation) leaves it for the equation right above it."""
     middle = width / 2
-    prose = [b for b in blocks if not _is_piece(b)]
+    piece = {id(b): _is_piece(b) for b in blocks}
+    prose = [b for b in blocks if not piece[id(b)]]
     two_columns = any(b.x1 <= middle + 15 for b in prose) and any(b.x0 >= middle - 15 for b in prose)
     for block in blocks:  # an equation typeset as a line of text (set apart: alone, or indented), its number last
         for line in block.lines:
@@ -86,7 +88,7 @@ def join_equations(blocks: list[_Block], width: float) -> list[_Block]:
                 line.text = _numbered(line.text[:m.start()].rstrip(" ,"), m[1])
                 block.equation = block.equation or len(block.lines) == 1
     numbers = [(line, block) for block in blocks for line in block.lines if _NUMBER.match(line.text)
-               and (_is_piece(block) or line is block.lines[0])]
+               and (piece[id(block)] or line is block.lines[0])][:MAX_NUMBERS]
     used: set[int] = set()
     out: list[_Block] = []
     for number, home in numbers:
@@ -96,9 +98,9 @@ def join_equations(blocks: list[_Block], width: float) -> list[_Block]:
         side = "right" if number.x0 >= middle - 15 else "left"
         column = [b for b in blocks if not two_columns or (b.x0 >= middle - 15 if side == "right" else
                                                            b.x1 <= middle + 15)]
-        if number.x1 < max((b.x1 for b in column if not _is_piece(b)), default=number.x1) - RIGHT_REACH:
+        if number.x1 < max((b.x1 for b in column if not piece[id(b)]), default=number.x1) - RIGHT_REACH:
             continue  # not at the right of its column: a label, not an equation's number
-        free = [b for b in column if b is not home and id(b) not in used and _is_piece(b)]
+        free = [b for b in column if b is not home and id(b) not in used and piece[id(b)]]
         pieces = [b for b in free if _overlaps(b, number.y0, number.y1)]
         if pieces:
             top, bottom = min(b.y0 for b in pieces), max(b.y1 for b in pieces)
@@ -108,7 +110,7 @@ def join_equations(blocks: list[_Block], width: float) -> list[_Block]:
             pieces = [max(above, key=lambda b: b.y1)] if above else []
         if not pieces or any(b.equation for b in pieces):
             continue
-        if _is_piece(home):
+        if piece[id(home)]:
             pieces.append(home)
         else:
             home.lines.remove(number)

@@ -63,7 +63,7 @@ from copilot.types import (
 )
 from ingest.errors import ArxivError, ArxivNotFound, ArxivUnavailable, IngestError
 from ingest.models import PaperMetadata, Progress, abs_url, no_progress
-from ingest.pdf.tables import is_cell_table
+from ingest.table_text import is_cell_table
 
 
 __all__ = ["DEFAULT_USER", "FEEDBACK_SIGNAL", "MEMORY_MIN_SCORE", "QUEUE_POLL_S", "AskResult", "Copilot",

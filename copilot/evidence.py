@@ -47,7 +47,7 @@ import numpy as np
 from copilot.embeddings import Embedder
 from copilot.grounding import split_sentences, terms
 from copilot.types import RetrievedItem
-from ingest.pdf.tables import is_cell_table
+from ingest.table_text import cells, is_cell_table, read_table
 
 CANDIDATES = 30  # retrieved items read sentence by sentence (the issue asks for 20-40)
 LEXICAL_WEIGHT = 0.6  # a sentence's score: cosine + this x the IDF-weighted share of the question's terms it holds
@@ -84,7 +84,6 @@ MIN_BEARING = 0.35
 # A table row read under its header row or caption takes their cosine, less this (the row may not be the one asked).
 CAPTION_DISCOUNT = 0.1
 _CAPTION = re.compile(r"^(?:Table|Tab\.)\s*[0-9IVX]+\s*[:.]", re.IGNORECASE)
-_MARKDOWN_RULE = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*$")
 GAP = " … "
 _CACHE_SIZE = 1024  # sentence vectors of this many chunks are kept between questions (about 12 MB)
 WARM_BATCH = 16  # chunks whose sentences a newly added paper's warming embeds at a time
@@ -172,19 +171,14 @@ def chunk_sentences(text: str) -> list[str]:
     table (a table read cell by cell: its caption, header and rows) is read as its caption, then one sentence a row
     that names each value's column (:func:`row_sentence`): a small model reads "SciBERT Finetune: 90.01" where it
     misreads the fifth cell of a row under a header."""
-    lines = text.strip().split("\n")
-    rule = next((k for k, line in enumerate(lines) if _MARKDOWN_RULE.match(line.strip())), None)
-    if rule is not None and rule >= 1 and lines[rule - 1].lstrip().startswith("|"):
-        names = _cells(lines[rule - 1])
-        rows = [row_sentence(names, _cells(line)) for line in lines[rule + 1:] if line.lstrip().startswith("|")]
-        head = [" ".join(line.split()) for line in lines[:rule - 1] if line.strip()]
+    table = read_table(text)
+    if table is not None:
+        names = cells(table.header)
+        rows = [row_sentence(names, cells(line)) for line in table.rows]
+        head = [" ".join(line.split()) for line in table.above if line.strip()]
         return [*head, *(r for r in rows if r)] or [" ".join(text.split())]
     sentences = [" ".join(s.split()) for s in split_sentences(text)]
     return [s for s in sentences if s] or [" ".join(text.split())]
-
-
-def _cells(line: str) -> list[str]:
-    return [" ".join(c.split()) for c in line.strip().strip("|").split("|")]
 
 
 def row_sentence(names: Sequence[str], cells: Sequence[str]) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ingest.models import PaperChunk, ParsedPaper
+from ingest.table_text import read_table
 
 ABSTRACT_SECTION = "Abstract"
 # the section a note's chunks are cited as
@@ -131,8 +132,6 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
     return chunks
 
 
-_TABLE_RULE = re.compile(r"^\|(?:-+\|)+$")  # the line under a Markdown table's header: |---|---|
-
 
 def _table_parts(tokenizer: Tokenizer, text: str, budget: int) -> list[tuple[str, int, int, int]]:
     """A whole note as its sources: (text, start, end, tokens) of each. A table whose rows would pass ``budget``
@@ -140,15 +139,14 @@ def _table_parts(tokenizer: Tokenizer, text: str, budget: int) -> list[tuple[str
     caption and header; ``start`` and ``end`` span a part's rows in ``text``. A row longer than that is a part of
     its own; a figure's caption, or a table within the budget, is one source as it is."""
     n = len(_token_spans(tokenizer, text))
-    lines = text.split("\n")
-    rule = next((i for i, line in enumerate(lines) if _TABLE_RULE.match(line)), None)
-    if n <= budget or rule is None or rule + 2 >= len(lines):
+    table = read_table(text) if n > budget else None
+    if table is None or len(table.rows) < 2 or not text.startswith(table.head):
         return [(text, 0, len(text), n)]
-    head = "\n".join(lines[:rule + 1])
+    head = table.head
     parts: list[tuple[str, int, int, int]] = []
     rows: list[str] = []
     start = offset = len(head) + 1  # where the part's first row, and the next row, begin
-    for line in lines[rule + 1:]:
+    for line in table.rows:
         if rows and len(_token_spans(tokenizer, "\n".join([head, *rows, line]))) > budget:
             part = "\n".join([head, *rows])
             parts.append((part, start, offset - 1, len(_token_spans(tokenizer, part))))

@@ -28,6 +28,8 @@ from typing import Any
 
 from copilot.bench.qa import find_paper, load_questions, normalise, run
 from copilot.config import Settings
+from ingest.table_text import cells as row_cells
+from ingest.table_text import read_table
 
 TABLES_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "tables"
 JSON_KEYS = ("model", "tables_true", "tables_detected", "tables_captioned", "truth_tables", "truth_cells",
@@ -38,10 +40,6 @@ _CAPTION = re.compile(r"^(?:Table|Tab\.)\s*(\d+)\s*[.:]", re.IGNORECASE)
 Log = Callable[[str], None]
 
 
-def _row(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def parsed_tables(path: Path) -> dict[tuple[int, int | None, tuple], dict[str, Any]]:
     """The tables of a PDF read cell by cell: (page, caption number, region) -> header and rows, in order."""
     from ingest.pdf import parse_pdf
@@ -50,12 +48,13 @@ def parsed_tables(path: Path) -> dict[tuple[int, int | None, tuple], dict[str, A
     for note in parse_pdf(path).notes:
         if note.kind != "table" or not note.whole:
             continue
-        lines = note.text.split("\n")
-        caption = _CAPTION.match(lines[0])
-        rule = next(k for k, line in enumerate(lines) if re.match(r"^\|(\s*-{3,}\s*\|)+$", line.strip()))
+        read = read_table(note.text)
+        if read is None:
+            continue
+        caption = _CAPTION.match(read.above[0]) if read.above else None
         key = (note.page, int(caption.group(1)) if caption else None, tuple(note.bbox or ()))
-        table = out.setdefault(key, {"header": _row(lines[rule - 1]), "rows": []})
-        table["rows"] += [_row(line) for line in lines[rule + 1:] if line.strip()]
+        table = out.setdefault(key, {"header": row_cells(read.header), "rows": []})
+        table["rows"] += [row_cells(line) for line in read.rows]
     return out
 
 

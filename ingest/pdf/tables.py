@@ -23,6 +23,8 @@ from typing import Any
 
 import pymupdf
 
+from ingest.table_text import row_line, rule_line
+
 ROWS_PER_SOURCE = 5  # a long table becomes sources of this many rows, each under the table's caption and header
 MAX_CAPTION_CHARS = 240  # a caption's first sentence, at most this long, heads each of its table's sources
 _HEADER_ROWS = 3  # at most this many leading rows without a number make the header
@@ -199,15 +201,9 @@ def table_sources(rows: list[list[str | None]], caption: str = "") -> list[str]:
     data = _spread_labels([row for row in data if any(row)])
     if not data:
         return []
-    head = (caption + "\n" if caption else "") + "| " + " | ".join(names) + " |\n|" + "---|" * width
-    return [head + "\n" + "\n".join("| " + " | ".join(row) + " |" for row in data[i:i + ROWS_PER_SOURCE])
+    head = (caption + "\n" if caption else "") + row_line(names) + "\n" + rule_line(width)
+    return [head + "\n" + "\n".join(row_line(row) for row in data[i:i + ROWS_PER_SOURCE])
             for i in range(0, len(data), ROWS_PER_SOURCE)]
-
-
-def is_cell_table(text: str) -> bool:
-    """Is ``text`` (a chunk's) a table read cell by cell: Markdown rows under its caption (see :func:`table_sources`),
-    not the rows of a rule zone or a caption?"""
-    return "\n|" in text
 
 
 def _spread_labels(data: list[list[str]]) -> list[list[str]]:

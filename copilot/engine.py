@@ -37,7 +37,7 @@ from copilot.library import AddResult, Library
 from copilot.limits import (
     LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_compare_cells, admit_page, admit_question,
     admit_search, arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
-    refund_address, refund_compare_cells,
+    refund_compare_cells,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
 from copilot.memories import MEMORY_MIN_SCORE, PersonalMemories
@@ -555,16 +555,8 @@ class Copilot(Answerer):
         self.visible_paper_ids(user_id, papers)
         admit_answer(self.llm, self.settings)
         cells = len(papers) * len(chosen)
-        guest_address = address if address is not None and is_guest(user_id) else None
         if quotas:
-            if guest_address is not None:
-                admit_address(self.store, self.settings, guest_address, "compare_cell", cells)
-            try:
-                admit_compare_cells(self.store, self.settings, user_id, cells)
-            except LimitExceeded:
-                if guest_address is not None:
-                    refund_address(self.store, guest_address, "compare_cell", cells)
-                raise
+            admit_compare_cells(self.store, self.settings, user_id, cells, address)
         filled = 0
         try:
             for update in compare_stream(self, papers, chosen, user_id=user_id):
@@ -572,7 +564,7 @@ class Copilot(Answerer):
                 yield update
         finally:  # the cells a failure (or a caller that stopped listening) left unfilled are given back
             if quotas and filled < cells:
-                refund_compare_cells(self.store, user_id, guest_address, cells - filled)
+                refund_compare_cells(self.store, user_id, cells - filled, address)
 
     def comparison(self, user_id: str, paper_ids: list[str], aspects: list[str] | None = None, *,
                    quotas: bool = False, address: str | None = None) -> Comparison:

@@ -155,21 +155,28 @@ def admit_arxiv_adds(store: Store, settings: Settings, user_id: str, n: int) -> 
                             f"({used} used in the last 24 hours): add fewer, or come back tomorrow.")
 
 
-def admit_compare_cells(store: Store, settings: Settings, user_id: str, n: int) -> None:
-    """Count ``n`` cells of a comparison table ``user_id`` asks for, unless that passes their daily allowance."""
+def admit_compare_cells(store: Store, settings: Settings, user_id: str, n: int, address: str | None = None) -> None:
+    """Count ``n`` cells of a comparison table ``user_id`` asks for, unless that passes their daily allowance, and,
+    for a guest from client ``address``, the allowance of that address's guests (counted first; given back when the
+    user's own allowance refuses). :func:`refund_compare_cells` gives back the cells a table leaves unfilled."""
+    address = address if address is not None and is_guest(user_id) else None
+    if address is not None:
+        admit_address(store, settings, address, "compare_cell", n)
     limit = settings.compare_cells_per_day
     used = store.usage.admit(user_id, "compare_cell", limit=limit, window_s=24 * 3600, amount=n)
     if used is not None:
+        if address is not None:
+            refund_address(store, address, "compare_cell", n)
         raise LimitExceeded(f"A table of {n} cells would pass your daily allowance of {limit} comparison cells "
                             f"({used} used in the last 24 hours): compare fewer papers or aspects, or come back "
                             "tomorrow.")
 
 
-def refund_compare_cells(store: Store, user_id: str, address: str | None, n: int) -> None:
-    """Give back ``n`` comparison cells counted and never filled (the table failed, or was left, half-way): the
-    user's, and the client ``address``'s when they were counted there too (a guest's)."""
+def refund_compare_cells(store: Store, user_id: str, n: int, address: str | None = None) -> None:
+    """Give back ``n`` comparison cells :func:`admit_compare_cells` counted and a table never filled (it failed, or
+    was left, half-way): the user's, and the client ``address``'s when they were counted there too (a guest's)."""
     store.usage.refund(user_id, "compare_cell", n)
-    if address is not None:
+    if address is not None and is_guest(user_id):
         refund_address(store, address, "compare_cell", n)
 
 

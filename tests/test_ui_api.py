@@ -68,6 +68,24 @@ def test_every_main_action_has_an_api_name(app) -> None:  # noqa: ANN001
     assert EXPECTED_APIS <= set(api["named_endpoints"]), EXPECTED_APIS - set(api["named_endpoints"])
 
 
+def test_the_library_table_always_ends_on_the_filter_typed_last(app) -> None:  # noqa: ANN001
+    """An event that writes the library table from the filter box and is triggered again while answered runs again
+    after, with the box's value then: never skipped (Gradio's "once"), which let a slow earlier filter's table stand
+    over a newer one's."""
+    url, *_ = app
+    config = _client(url).config
+    ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+    table, box = ids["papers-table"], ids["papers-filter"]
+    writers = [d for d in config["dependencies"] if table in d["outputs"] and box in d["inputs"]
+               and not any(event == "load" for _, event in d["targets"])]
+    assert any(("change" in [e for _, e in d["targets"]]) for d in writers), "the filter box's own event writes it"
+    assert writers and all(d["trigger_mode"] == "always_last" for d in writers), \
+        [(d["targets"], d["trigger_mode"]) for d in writers]
+    typed = [d["id"] for d in writers if [box, "change"] in [list(t) for t in d["targets"]]]
+    assert not [d for d in config["dependencies"] if d.get("trigger_after") in typed], \
+        "nothing is chained after the filter: one event writes the table"
+
+
 def test_library_search_add_list_remove_and_offline_notice(app) -> None:  # noqa: ANN001
     url, services, arxiv, root = app
     client = _client(url)

@@ -196,8 +196,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
     remove_evt = confirm_btn.click(remove_papers, [pending], [remove_notice, papers], api_name="remove_confirmed",
                                    api_visibility="private")
     remove_evt.then(*closed, api_visibility="private", queue=False)
-    matching.change(filter_papers, [matching], [papers], api_name="filter_papers", trigger_mode="always_last").then(
-        shown, [matching], [papers, selected], api_visibility="private")
+    # One event writes the filtered table: a typed filter that changes while one is answered runs again, last, with
+    # the box's value then; a chained second step could be skipped while an earlier one, answered late, wrote an
+    # older filter's table over the newer one.
+    matching.change(shown, [matching], [papers, selected], api_visibility="private", trigger_mode="always_last")
     select_all.click(all_shown, [matching], [selected], api_visibility="private")
     changed = [add_evt, upload_evt, remove_evt, *follow["changed"], *bibtex["changed"], *zotero["changed"],
                *examples["changed"]]
@@ -213,10 +215,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
     for event in searched:  # after each search the button says what the search found of arXiv
         event.then(arxiv_state, None, arxiv_outputs, api_visibility="private")
     for event in changed:  # the filter and the removal choices follow every change, and so does the first visit
-        event.then(shown, [matching], [papers, selected], api_visibility="private").then(
+        event.then(shown, [matching], [papers, selected], api_visibility="private", trigger_mode="always_last").then(
             first_visit, None, first_visit_outputs, api_visibility="private")
-    return {"apis": [(list_papers, "list_papers"), (add_arxiv, "add_arxiv"), (remove_paper, "remove_paper"),
-                     (remove_papers, "remove_papers")],
+    return {"apis": [(list_papers, "list_papers"), (filter_papers, "filter_papers"), (add_arxiv, "add_arxiv"),
+                     (remove_paper, "remove_paper"), (remove_papers, "remove_papers")],
             "load": [(shown, [matching], [papers, selected]), *follow["load"], (first_visit, [], first_visit_outputs),
                      (arxiv_state, [], arxiv_outputs)],
             "changed": changed}

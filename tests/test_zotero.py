@@ -25,6 +25,7 @@ from tests.ui_harness import TEST_PAPERS, StubArxiv, pdf_server
 from tests.zotero_server import KEY, USER, ZoteroLibrary, attachment, item, serve
 
 MORE = TEST_PAPERS / "more"
+RECORDED = Path(__file__).parent / "data" / "zotero"  # responses the real web API gave (pyzotero's test fixtures)
 
 
 def _library() -> ZoteroLibrary:
@@ -113,6 +114,30 @@ def test_a_library_of_22_items_syncs_once_and_then_only_what_changed(copilot: Co
         copilot.disconnect_zotero("ada")
     with pytest.raises(UserError, match="Connect a Zotero library first"):
         copilot.sync_zotero("ada")
+
+
+def test_items_as_the_web_api_recorded_them_are_listed_as_records(copilot: Copilot, zotero) -> None:  # noqa: ANN001
+    """The 20 top-level items of a real public library as the web API answered them (pyzotero's recorded response:
+    webpages, books, a film, an artwork; creators as two names, as one name or none), one of them with a recorded
+    child attachment that is a web page, not a PDF: each is listed as a record with its title, none fails, no file
+    is asked for, and a second sync reads nothing again."""
+    lib, _ = zotero
+    recorded = json.loads((RECORDED / "items_doc.json").read_text())
+    page = json.loads((RECORDED / "attachments_doc.json").read_text())
+    page["data"]["parentItem"] = recorded[1]["key"]  # recorded under another library's item: here under this one
+    lib.items, lib.files, lib.collections = [*recorded, page], {}, {}
+    assert len(recorded) == 20 and page["data"]["contentType"] == "text/html"
+    copilot.connect_zotero("ada", USER, KEY)
+    report = copilot.sync_zotero("ada")
+    assert {k: report[k] for k in ("added", "already", "metadata_only", "unchanged", "failed", "left")} == \
+        {"added": 0, "already": 0, "metadata_only": 20, "unchanged": 0, "failed": 0, "left": 0}, \
+        [(line["item"], line["status"], line["message"]) for line in report["items"]]
+    titles = {line["item"]: line["title"] for line in report["items"]}
+    assert titles == {i["key"]: i["data"]["title"] for i in recorded}
+    assert f"/users/{USER}/items/{recorded[1]['key']}/children" in lib.requests, "its attachment was looked at"
+    assert not [r for r in lib.requests if r.endswith("/file")], "a web page attachment is never downloaded"
+    assert copilot.papers("ada") == [], "a record brings no paper"
+    assert _sync(copilot) == dict.fromkeys(("added", "already", "metadata_only", "unchanged", "failed", "left"), 0)
 
 
 def test_a_collection_alone_and_a_limit_per_sync(copilot: Copilot, zotero) -> None:  # noqa: ANN001

@@ -47,7 +47,7 @@ import numpy as np
 from copilot.embeddings import Embedder
 from copilot.grounding import split_sentences, terms
 from copilot.types import RetrievedItem
-from ingest.table_text import cells, is_cell_table, read_table
+from ingest.table_text import TABLE_CAPTION, cells, is_cell_table, read_table
 
 CANDIDATES = 30  # retrieved items read sentence by sentence (the issue asks for 20-40)
 LEXICAL_WEIGHT = 0.6  # a sentence's score: cosine + this x the IDF-weighted share of the question's terms it holds
@@ -83,7 +83,6 @@ _STATES_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?(?![\w])")
 MIN_BEARING = 0.35
 # A table row read under its header row or caption takes their cosine, less this (the row may not be the one asked).
 CAPTION_DISCOUNT = 0.1
-_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*[0-9IVX]+\s*[:.]", re.IGNORECASE)
 GAP = " … "
 _CACHE_SIZE = 1024  # sentence vectors of this many chunks are kept between questions (about 12 MB)
 WARM_BATCH = 16  # chunks whose sentences a newly added paper's warming embeds at a time
@@ -228,7 +227,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     # Table candidates whose first sentence heads their rows: a header row, or the caption of a table read cell by
     # cell (whose first sentence, without a caption, is a row like the others).
     lifted = {c for c in range(len(pool)) if pool[c].section == "Table"
-              and (not is_cell_table(pool[c].text or "") or _CAPTION.match(groups[c][0]))}
+              and (not is_cell_table(pool[c].text or "") or TABLE_CAPTION.match(groups[c][0]))}
     # A candidate's terms: its sentences', and its paper's title and section, which the model reads with it.
     in_candidate = [set().union(terms(f"{pool[c].paper_title or ''} {pool[c].section or ''}"),
                                 *(found[i] for i, x in enumerate(sentences) if x.candidate == c))
@@ -331,15 +330,15 @@ def _captions(pool: Sequence[RetrievedItem], sentences: Sequence[Sentence], foun
     by_place: dict[tuple[str | None, int], list[int]] = {}
     for i, x in enumerate(sentences):
         item = pool[x.candidate]
-        if (item.kind == "chunk" and item.page_start is not None and _CAPTION.match(x.text)
-                and len(_REAL_WORD.findall(_CAPTION.sub("", x.text))) >= 2):
+        if (item.kind == "chunk" and item.page_start is not None and TABLE_CAPTION.match(x.text)
+                and len(_REAL_WORD.findall(TABLE_CAPTION.sub("", x.text))) >= 2):
             by_place.setdefault((item.paper_id, item.page_start), []).append(i)
     out = {}
     for c, item in enumerate(pool):
         if item.kind != "chunk" or item.section != "Table" or item.page_start is None:
             continue
         own = next((i for i, x in enumerate(sentences) if x.candidate == c and x.position == 0), None)
-        if own is not None and _CAPTION.match(sentences[own].text) and "|" in (item.text or ""):
+        if own is not None and TABLE_CAPTION.match(sentences[own].text) and "|" in (item.text or ""):
             out[c] = own  # a table read cell by cell: its own caption heads it
             continue
         first, last = item.page_start, item.page_end if item.page_end is not None else item.page_start

@@ -132,7 +132,6 @@ def chunk_paper(paper_id: str, parsed: ParsedPaper, tokenizer: Tokenizer,
     return chunks
 
 
-
 def _table_parts(tokenizer: Tokenizer, text: str, budget: int) -> list[tuple[str, int, int, int]]:
     """A whole note as its sources: (text, start, end, tokens) of each. A table whose rows would pass ``budget``
     tokens (the embedder reads no further) is cut between rows into parts of at most that many, each under the same

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# A table's caption as it starts: "Table 3:", "Tab. 2.", an appendix's "Table A1.", a roman "TABLE IV."
+TABLE_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*(?P<number>[A-Z]?\d+|[IVX]+)\s*[.:]", re.IGNORECASE)
 _RULE = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*$")  # the line under the header: |---|---|
 
 

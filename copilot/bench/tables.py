@@ -19,7 +19,6 @@ Cells are compared NFKC-normalised, lower-cased, with whitespace collapsed.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -29,13 +28,12 @@ from typing import Any
 from copilot.bench.qa import find_paper, load_questions, normalise, run
 from copilot.config import Settings
 from ingest.table_text import cells as row_cells
-from ingest.table_text import read_table
+from ingest.table_text import TABLE_CAPTION, read_table
 
 TABLES_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "tables"
 JSON_KEYS = ("model", "tables_true", "tables_detected", "tables_captioned", "truth_tables", "truth_cells",
              "cell_accuracy", "header_accuracy", "table_questions", "table_answer", "table_evidence",
              "table_precision", "first_word_p50_s")
-_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*(\d+)\s*[.:]", re.IGNORECASE)
 
 Log = Callable[[str], None]
 
@@ -51,8 +49,9 @@ def parsed_tables(path: Path) -> dict[tuple[int, int | None, tuple], dict[str, A
         read = read_table(note.text)
         if read is None:
             continue
-        caption = _CAPTION.match(read.above[0]) if read.above else None
-        key = (note.page, int(caption.group(1)) if caption else None, tuple(note.bbox or ()))
+        caption = TABLE_CAPTION.match(read.above[0]) if read.above else None
+        number = caption["number"] if caption else ""
+        key = (note.page, int(number) if number.isdigit() else None, tuple(note.bbox or ()))
         table = out.setdefault(key, {"header": row_cells(read.header), "rows": []})
         table["rows"] += [row_cells(line) for line in read.rows]
     return out

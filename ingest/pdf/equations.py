@@ -26,8 +26,8 @@ _RELATION = re.compile(r"[A-Za-z)\]|∥]\s*(?:=|≤|≥|≈|∝|:=)\s*\S")
 GAP_LINES = 2.0  # font sizes: an unnumbered equation stands at most this far from the paragraphs above and below
 RIGHT_REACH = 20.0  # points: an equation number stands this close to its column's right edge (or closer)
 INDENT = 10.0  # points: a line of a paragraph's block set this far right of the block's left edge is set apart
-MAX_PIECE_CHARS = 120
-MAX_NUMBERS = 50  # equation numbers read on one page: a page of thousands of "(n)" costs no more than this  # a block longer than this is prose, not a piece of an equation
+MAX_PIECE_CHARS = 120  # a block longer than this is prose, not a piece of an equation
+MAX_NUMBERS = 50  # equation numbers read on one page: a page of thousands of "(n)" costs no more than this
 
 
 def _is_piece(block: _Block) -> bool:

@@ -23,12 +23,11 @@ from typing import Any
 
 import pymupdf
 
-from ingest.table_text import row_line, rule_line
+from ingest.table_text import TABLE_CAPTION, row_line, rule_line
 
 ROWS_PER_SOURCE = 5  # a long table becomes sources of this many rows, each under the table's caption and header
 MAX_CAPTION_CHARS = 240  # a caption's first sentence, at most this long, heads each of its table's sources
 _HEADER_ROWS = 3  # at most this many leading rows without a number make the header
-_TABLE_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*[A-Z]?\d+\s*[.:]", re.IGNORECASE)
 _WORD_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded ("ﬁ": "fi")
 # A cell that states a value: "90.01", "20k", "0.3M", "<100", "±0.3" (not "(2-way)" or "1BW", which name things).
 _DATA = re.compile(r"^[(\[]?[-+\u2212\u00b1~<>≈]?\.?\d[\d.,]*(?!-?[A-Za-z]{2})")
@@ -46,7 +45,7 @@ class FoundTable:
 
 def has_table_caption(texts: list[str]) -> bool:
     """Does one of these lines open a table's caption ("Table 3: ...")?"""
-    return any(_TABLE_CAPTION.match(t) for t in texts)
+    return any(TABLE_CAPTION.match(t) for t in texts)
 
 
 def read_tables(page: pymupdf.Page, captions: list[tuple[str, pymupdf.Rect]]) -> list[FoundTable]:
@@ -88,7 +87,7 @@ def _caption_of(box: pymupdf.Rect, captions: list[tuple[str, pymupdf.Rect]]) -> 
     """The first sentence of the table caption nearest ``box`` (above or below it, within 80 points, overlapping it
     across), or ""."""
     near = [(min(abs(r.y0 - box.y1), abs(box.y0 - r.y1)), text) for text, r in captions
-            if _TABLE_CAPTION.match(text) and r.x0 < box.x1 and r.x1 > box.x0
+            if TABLE_CAPTION.match(text) and r.x0 < box.x1 and r.x1 > box.x0
             and (0 <= r.y0 - box.y1 <= 80 or 0 <= box.y0 - r.y1 <= 80)]
     if not near:
         return ""

@@ -17,7 +17,9 @@ from copilot.association.data import (
     DEFAULT_LIVES_DIR,
     DEFAULT_LOCOMO,
     Life,
+    Memory,
     Pair,
+    Query,
     lives_benchmark,
     load_lives,
     locomo_benchmark,
@@ -30,6 +32,7 @@ from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
 from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
+from copilot.association.report import query_blind
 from copilot.association.simulate import leaked_words, simulate_lives
 from copilot.association.training import (TrainConfig, TrainingSet, build_net, fit, info_nce, real_turn_weight,
                                           train, with_chatter, without)
@@ -307,6 +310,24 @@ def test_the_default_wins_where_users_live(cache: EmbeddingCache) -> None:
     assert default.n_queries >= 800
     assert default.percent(ASSOCIATION, 10) > default.percent(UNTRAINED, 10) + 2
     assert default.percent(ASSOCIATION, 10) > other.percent(ASSOCIATION, 10) + 1
+
+
+def test_the_query_blind_control_finds_a_line_that_differs_from_its_conversation_without_reading_the_query() -> None:
+    """Two conversations of near-identical chat lines, each hiding one line that points elsewhere: the control puts
+    that line first whatever its queries say, and misses a cue that looks like the chat around it."""
+    axes = {"chat": np.array([1.0, 0.0, 0.0]), "odd": np.array([0.0, 1.0, 0.0])}
+
+    def encode(texts):  # a line's direction is named by its first word, with a small per-line tilt
+        return unit_rows(np.stack([axes[t.split()[0]] + np.array([0.0, 0.0, 0.01 * len(t)]) for t in texts]))
+
+    cache = EmbeddingCache(encode)
+    memories = [Memory(f"turn/{i}", f"chat line {'x' * i}", "g1") for i in range(5)] + [Memory("cue/a", "odd", "g1")]
+    memories += [Memory(f"turn/{i}", f"chat talk {'y' * i}", "g2") for i in range(5)]
+    memories.append(Memory("cue/b", "chat abcdefg", "g2"))  # as long as the middle turn: nothing sets it apart
+    queries = [Query("q1", "anything at all", ("cue/a",), "g1", "trigger"),
+               Query("q2", "odd", ("cue/b",), "g2", "trigger"), Query("q3", "odd", ("cue/a",), "g1", "direct")]
+    assert query_blind(memories, queries, cache, k=1) == 50.0, "the odd cue found, the chat-like one not"
+    assert query_blind(memories, queries, cache, k=6) == 100.0, "every line of a group is in its top 6"
 
 
 def test_locomo_benchmark_points_gold_at_own_turns() -> None:

@@ -6,7 +6,8 @@
    at a time hidden in a whole real conversation (``real_turns``); plain cosine, the association term alone, the
    combined score, and optionally a baseline adapter trained on the same split (the residual MLP), with the
    exact McNemar test on per-query hits and a per-relation table. A first table sets the pools side by side,
-   and the real-turn Recall@10 is also given for a range of w.
+   and the real-turn Recall@10 is also given for a range of w, beside a query-blind control (what ranking each
+   conversation's lines by how little they resemble the rest finds without reading the query).
 2. Ordinary look-up must not get worse: LoCoMo questions against their conversation's turns, evidence
    Recall@k, plain against combined.
 3. Read-time cost: one question's encoding, plain and with the adapter applied as the engine applies it, and
@@ -132,6 +133,22 @@ def side_by_side(results: dict[str, EvalResult], scorers: Sequence[str]) -> tupl
     return "\n".join(lines), table
 
 
+def query_blind(memories: Sequence, queries: Sequence, cache: EmbeddingCache, k: int = 10) -> float:
+    """Trigger Recall@k (percent) of a ranking that never reads the query: each group's lines, least like the
+    group's mean line first. Where it finds the cues, they stand out by their form (a simulated statement among
+    real chat turns), and an adapter's gain there may be that form learned, not an association; this control
+    says how much of a pool's figure needs no query at all."""
+    vectors = cache.encode([m.text for m in memories])
+    top: dict[str, set[str]] = {}
+    for group in dict.fromkeys(m.group for m in memories):
+        index = [i for i, m in enumerate(memories) if m.group == group]
+        lines = vectors[index]
+        order = np.argsort(lines @ lines.mean(0), kind="stable")[:k]
+        top[group] = {memories[index[j]].id for j in order}
+    hits = [any(g in top.get(q.group, set()) for g in q.gold) for q in queries if q.kind == "trigger"]
+    return round(100 * float(np.mean(hits)), 2) if hits else 0.0
+
+
 def relation_table(result: EvalResult, relations: Sequence[str], scorers: Sequence[str], k: int = 10) -> dict:
     """Recall@k per relation and scorer (percent), with the query count."""
     rel = np.array(relations)
@@ -233,6 +250,10 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
         sections.append(f"**Trigger Recall@10 by relation, {label}**\n\n" + _relation_markdown(table, scorers))
         block["by_relation_recall@10"] = table
         if pool.startswith("real_turns"):
+            block["query_blind_triggers_recall@10"] = blind = query_blind(memories, queries, cache)
+            sections.append(f"**Query-blind control, {POOLS[pool]}**: ranking each conversation's lines by how little "
+                            f"they resemble its average line, without reading the query, recalls {blind:.1f} % of the "
+                            "triggers' statements in the top 10.")
             sweeps = {ASSOCIATION: weight_sweep(memories, queries, cache, adapter)}
             if baseline is not None:
                 sweeps[BASELINE] = weight_sweep(memories, queries, cache, baseline)

@@ -18,6 +18,7 @@ from copilot.engine import Copilot
 from copilot.errors import NotFound, UserError
 from copilot.library import Library
 from copilot.storage import Store
+from copilot.tasks import zotero as zotero_task
 from copilot.tasks.zotero import ZoteroError
 from tests.conftest import all_rows
 from tests.scripted_llm import ScriptedLLM
@@ -266,3 +267,29 @@ def test_the_library_tab_syncs_each_users_own_connection(tmp_path: Path, zotero)
         again, *_ = ada.predict("", "", "", False, False, api_name="/sync_zotero")
         assert again.startswith("**Zotero synced:** 0 added"), again
         assert "disconnected" in ada.predict(api_name="/disconnect_zotero")
+
+
+def test_zoteros_local_api_file_is_read_from_its_path_only_when_small_enough(zotero: tuple[ZoteroLibrary, str],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zotero 7's local API answers a file with a redirect to its file:// URL: the file's size is read first, and a
+    file past the bytes left is never opened; a redirect to another machine is refused."""
+    lib, url = zotero
+    lib.file_urls = True
+    zot = zotero_task.client({"library_id": USER, "library_type": "user", "local": True}, KEY, api_url=url,
+                             timeout_s=10)
+    zot.endpoint = url  # the stand-in listens where Zotero's local API would
+    path = lib.files["ATT00002"]
+    expected, size = path.read_bytes(), path.stat().st_size
+    opened: list[Path] = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(self) or real_open(self, *a, **k))
+    assert zotero_task._local_file(zot, "ATT00002", size) == expected
+    assert opened == [path.resolve()]
+    opened.clear()
+    assert zotero_task._local_file(zot, "ATT00002", size - 1) is None
+    assert opened == [], "a file larger than the bytes left is never opened"
+    lib.files["ATT00002"] = Path("/nonexistent/zotero/file.pdf")
+    with pytest.raises(zotero_task.ZoteroNotFound):
+        zotero_task._local_file(zot, "ATT00002", size)
+    lib.file_urls = False
+    assert zotero_task._local_file(zot, "ATT00001", 10**7) == lib.files["ATT00001"].read_bytes(), "bytes sent"

@@ -46,6 +46,7 @@ class ZoteroLibrary:
         self.collections: dict[str, list[str]] = {}  # collection key -> top-level item keys
         self.rate_limited = False
         self.fail_file: str | None = None  # an attachment whose download drops the connection
+        self.file_urls = False  # answer a file with a redirect to its file:// URL, as Zotero 7's local API does
         self.requests: list[str] = []
 
     @property
@@ -143,6 +144,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if len(rest) == 3 and rest[0] == "items" and rest[2] == "file" and rest[1] in library.files:
             if library.fail_file == rest[1]:
                 self.connection.close()  # a download cut: the client sees the connection drop
+                return
+            if library.file_urls:
+                self._send(302, b"", "text/plain", {"Location": library.files[rest[1]].resolve().as_uri()})
                 return
             self._send(200, library.files[rest[1]].read_bytes(), "application/pdf")
             return

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import httpx
 
@@ -99,26 +100,51 @@ def _pages(zot: Any, collection: str, since: int) -> Iterator[tuple[list[dict[st
         yield list(page), int(zot.request.headers.get("Last-Modified-Version") or since)
 
 
-def _download(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
-    """An attachment's file, read as it streams in; None once it passes ``most`` bytes (nothing more is read)."""
-    url = f"{zot.endpoint}/{zot.library_type}/{zot.library_id}/items/{key}/file"
-    with zot.client.stream("GET", url, headers=zot.default_headers()) as response:
-        if int(response.headers.get("Content-Length") or 0) > most:
+def _file_url(zot: Any, key: str) -> str:  # noqa: ANN401 - a pyzotero client
+    return f"{zot.endpoint}/{zot.library_type}/{zot.library_id}/items/{key}/file"
+
+
+def _bounded(response: httpx.Response, most: int) -> bytes | None:
+    """A response's body read as it streams in; None once it passes ``most`` bytes (nothing more is read)."""
+    if int(response.headers.get("Content-Length") or 0) > most:
+        return None
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > most:
             return None
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > most:
-                return None
-            chunks.append(chunk)
+        chunks.append(chunk)
     return b"".join(chunks)
 
 
+def _download(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
+    """An attachment's file from the web API, read as it streams in; None once it passes ``most`` bytes."""
+    with zot.client.stream("GET", _file_url(zot, key), headers=zot.default_headers()) as response:
+        return _bounded(response, most)
+
+
 def _local_file(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 - a pyzotero client
-    """An attachment's file from Zotero 7's local API (which points at the file on this machine: pyzotero reads
-    it); None when it is larger than ``most`` bytes."""
-    content = zot.file(key)
-    return bytes(content) if isinstance(content, bytes | bytearray) and len(content) <= most else None
+    """An attachment's file from Zotero 7's local API, which answers with a redirect to the file on this machine:
+    the file's size is read first, and a file larger than ``most`` bytes is never read (None). A local API that
+    sends the bytes itself is read as the web API's are."""
+    with zot.client.stream("GET", _file_url(zot, key), headers=zot.default_headers(),
+                           follow_redirects=False) as response:
+        if not response.is_redirect:
+            return _bounded(response, most)
+        target = httpx.URL(response.headers.get("Location", ""))
+    if target.scheme != "file" or target.host not in ("", "localhost"):
+        raise ZoteroNotFound("Zotero's local API pointed the file somewhere other than this machine.")
+    path = Path(unquote(target.path))
+    try:
+        if not path.is_file():
+            raise ZoteroNotFound("Zotero has no such file on this machine.")
+        if path.stat().st_size > most:
+            return None
+        with path.open("rb") as handle:
+            content = handle.read(most + 1)  # a file that grew since its size was read is still bounded
+    except OSError as exc:
+        raise ZoteroNotFound("Zotero's file could not be read on this machine.") from exc
+    return content if len(content) <= most else None
 
 
 def _gained_a_pdf(zot: Any, since: int, records_only: set[str],  # noqa: ANN401 - a pyzotero client

@@ -41,6 +41,7 @@ from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
 from copilot.types import AnswerSources, EvidenceQuote, Grounding, QueuePosition, RetrievedItem, ThoughtJob
+from ingest.table_text import TABLE_CAPTION
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,22 @@ def source_heads(items: list[RetrievedItem]) -> list[str]:
     return [f"{i.paper_title or ''} {i.section or ''}" for i in items if i.kind == "chunk"]
 
 
+def table_captions(items: list[RetrievedItem]) -> list[str]:
+    """For each source, the caption of the table whose rows it sends ("" for any other source): a row says what it
+    measures only under its caption ("Table 3: Results ... on SemEval-2017"), which the model reads with it."""
+    out = []
+    for item in items:
+        first = grounding.split_sentences(item.text or "")[:1] if item.section == "Table" else []
+        out.append(first[0] if first and TABLE_CAPTION.match(first[0]) else "")
+    return out
+
+
+def says_what_it_states(answer: str, question: str) -> bool:
+    """Does ``answer`` name, beside its numbers, something the question asks about ("With LM; F1: 54.1" names F1)?"""
+    said = {t for t in grounding.terms(grounding.strip_citations(answer)) if not t[:1].isdigit()}
+    return bool(said & grounding.terms(question))
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
     """Does ``answer`` only repeat the question's own words ("SPECTER is implemented in [1].")?"""
     said = grounding.terms(grounding.strip_citations(answer))
@@ -197,9 +214,11 @@ def asks_for_quantity(question: str) -> bool:
 
 
 def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, threshold: float,
-                   question: str = "", subjects: list[str] = ()) -> str:
+                   question: str = "", subjects: list[str] = (), captions: list[str] = ()) -> str:
     """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
-    sources do not say or only repeated the question, or no sentence of its answer is supported by them."""
+    sources do not say or only repeated the question, or no sentence of its answer is supported by them.
+    ``subjects``: the papers' titles; ``captions``: each source's table caption (:func:`table_captions`), with
+    which a table row's evidence is read when the answer says what its number is."""
     if unbearing:
         return "nothing in the papers in scope bears on the question"
     if not answer or REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):
@@ -209,7 +228,10 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     sourced = [s for s in checked.sentences if s.sourced(threshold)]
     if not sourced:
         return "no sentence of the answer is supported by the sources"
-    missing = unaddressed(question, answer, [s.quote for s in sourced], subjects) if question else []
+    quotes = [s.quote for s in sourced]
+    if says_what_it_states(answer, question):  # a bare "92.1" does not say which row and column it read
+        quotes += [captions[s.source_n - 1] for s in sourced if s.source_n and 0 < s.source_n <= len(captions)]
+    missing = unaddressed(question, answer, quotes, subjects) if question else []
     if missing:
         return f"the answer found does not address {', '.join(missing)}"
     if question and asks_for_quantity(question) and not any(grounding.states_quantity(s.sentence) for s in sourced):
@@ -616,7 +638,7 @@ class Answerer:
         timings["grounding_ms"] = round(1000 * (t_check - t2), 1)
         draft = answer
         reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
-                                [i.paper_title or "" for i in items])
+                                [i.paper_title or "" for i in items], table_captions(items))
         # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
         # fact and is short is written again, and what the rechecks did not repeat is marked.
         again: list[str] = []

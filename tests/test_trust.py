@@ -464,3 +464,29 @@ def test_an_unstable_fact_is_named_under_the_answer(embedder: Embedder) -> None:
                                ["It has 12 datasets; training took ten hours on 8 GPUs."])
     assert [s.unstable for s in half.sentences] == [(), ("4 GPUs",)]
     assert "not said again when the model answered again: 4 GPUs" in grounding.markdown(two, half)
+
+
+def test_a_table_rows_evidence_is_read_with_its_tables_caption(embedder: Embedder) -> None:
+    """"SemEval-2017" is said by the caption the row stands under, not by the row: an answer from the row that says
+    what its number is addresses it. The same text as prose has no caption, and a bare number does not say which
+    row and column it read: both are declined for leaving the name out."""
+    from copilot.answering import decline_reason, source_heads, table_captions
+    from copilot.config import GROUNDING_THRESHOLD
+
+    text = ("Table 3: Results of the entity extraction model on the development set of SemEval-2017 task 10. "
+            "Description: Without LM; F1: 49.9. Description: With LM; F1: 54.1.")
+    question = "What F1 does the entity extraction model get with a language model on the SemEval-2017 development set?"
+    cases = (("Table", "With LM, the entity extraction model gets an F1 of 54.1 [1].", False),
+             ("Body", "With LM, the entity extraction model gets an F1 of 54.1 [1].", True),
+             ("Table", "54.1 [1]", True))
+    for section, answer, declined in cases:
+        items = [RetrievedItem("chunk", 1, text, 0.8, paper_id="p", paper_title="Literature Graph", section=section,
+                               page_start=3, page_end=3)]
+        assert table_captions(items) == [text.split(" Description")[0] if section == "Table" else ""]
+        checked = grounding.check(answer, items, embedder, GROUNDING_THRESHOLD, heads=source_heads(items),
+                                  question=question)
+        assert checked.sentences and all(x.sourced(GROUNDING_THRESHOLD) for x in checked.sentences), answer
+        reason = decline_reason(answer, checked, False, GROUNDING_THRESHOLD, question, ["Literature Graph"],
+                                table_captions(items))
+        expected = "the answer found does not address SemEval-2017" if declined else ""
+        assert reason == expected, (section, answer, reason)

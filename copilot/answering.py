@@ -33,7 +33,7 @@ import numpy as np
 from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
-from copilot.evidence import Compressed, SentenceVectors, compress
+from copilot.evidence import Compressed, SentenceVectors, compress, is_caption
 from copilot.followups import FollowUp
 from copilot.limits import admit_answer, check_question
 from copilot.llm import ChatModel, LLMError, Priority, Ticket, scheduling
@@ -164,15 +164,19 @@ def table_captions(items: list[RetrievedItem]) -> list[str]:
     measures only under its caption ("Table 3: Results ... on SemEval-2017"), which the model reads with it."""
     out = []
     for item in items:
-        first = grounding.split_sentences(item.text or "")[:1] if item.section == "Table" else []
-        out.append(first[0] if first and TABLE_CAPTION.match(first[0]) else "")
+        sentences = grounding.split_sentences(item.text or "")[:2] if item.section == "Table" else []
+        if sentences and TABLE_CAPTION.match(sentences[0]) and not is_caption(sentences[0]):
+            sentences = [" ".join(sentences)]  # "Table 3." then its words: the splitter stopped at the number
+        out.append(sentences[0] if sentences and is_caption(sentences[0]) else "")
     return out
 
 
-def says_what_it_states(answer: str, question: str) -> bool:
-    """Does ``answer`` name, beside its numbers, something the question asks about ("With LM; F1: 54.1" names F1)?"""
-    said = {t for t in grounding.terms(grounding.strip_citations(answer)) if not t[:1].isdigit()}
-    return bool(said & grounding.terms(question))
+def names_its_row(sentence: str, quote: str, question: str) -> bool:
+    """Does an answer ``sentence`` name, as the question does, something of the table row ``quote`` it rests on (its
+    row's label or a column's name: "With LM; F1: 54.1" names F1)? A bare "92.1", or "The model gets 54.1", does
+    not say which row and column it read."""
+    said = {t for t in grounding.terms(grounding.strip_citations(sentence)) if not t[:1].isdigit()}
+    return bool(said & grounding.terms(question) & grounding.terms(quote))
 
 
 def says_nothing_new(answer: str, question: str) -> bool:
@@ -218,7 +222,8 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
     sources do not say or only repeated the question, or no sentence of its answer is supported by them.
     ``subjects``: the papers' titles; ``captions``: each source's table caption (:func:`table_captions`), with
-    which a table row's evidence is read when the answer says what its number is."""
+    which a table row's evidence is read when the answer's sentence names something of the row
+    (:func:`names_its_row`)."""
     if unbearing:
         return "nothing in the papers in scope bears on the question"
     if not answer or REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):
@@ -229,8 +234,8 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     if not sourced:
         return "no sentence of the answer is supported by the sources"
     quotes = [s.quote for s in sourced]
-    if says_what_it_states(answer, question):  # a bare "92.1" does not say which row and column it read
-        quotes += [captions[s.source_n - 1] for s in sourced if s.source_n and 0 < s.source_n <= len(captions)]
+    quotes += [captions[s.source_n - 1] for s in sourced if 0 < (s.source_n or 0) <= len(captions)
+               and names_its_row(s.sentence, s.quote, question)]
     missing = unaddressed(question, answer, quotes, subjects) if question else []
     if missing:
         return f"the answer found does not address {', '.join(missing)}"

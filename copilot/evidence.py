@@ -320,6 +320,11 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
     return Compressed(items, round(bearing, 4), len(pool), len(sentences), used)
 
 
+def is_caption(sentence: str) -> bool:
+    """Does ``sentence`` start "Table N" and say something beyond it ("Table 3." alone names no table)?"""
+    return bool(TABLE_CAPTION.match(sentence)) and len(_REAL_WORD.findall(TABLE_CAPTION.sub("", sentence))) >= 2
+
+
 def _captions(pool: Sequence[RetrievedItem], sentences: Sequence[Sentence], found: Sequence[set[str]],
               cosine: np.ndarray) -> dict[int, int]:
     """For each table candidate, the sentence (index) of the caption it is read under: among the candidates'
@@ -330,8 +335,7 @@ def _captions(pool: Sequence[RetrievedItem], sentences: Sequence[Sentence], foun
     by_place: dict[tuple[str | None, int], list[int]] = {}
     for i, x in enumerate(sentences):
         item = pool[x.candidate]
-        if (item.kind == "chunk" and item.page_start is not None and TABLE_CAPTION.match(x.text)
-                and len(_REAL_WORD.findall(TABLE_CAPTION.sub("", x.text))) >= 2):
+        if item.kind == "chunk" and item.page_start is not None and is_caption(x.text):
             by_place.setdefault((item.paper_id, item.page_start), []).append(i)
     out = {}
     for c, item in enumerate(pool):

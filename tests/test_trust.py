@@ -468,8 +468,9 @@ def test_an_unstable_fact_is_named_under_the_answer(embedder: Embedder) -> None:
 
 def test_a_table_rows_evidence_is_read_with_its_tables_caption(embedder: Embedder) -> None:
     """"SemEval-2017" is said by the caption the row stands under, not by the row: an answer from the row that says
-    what its number is addresses it. The same text as prose has no caption, and a bare number does not say which
-    row and column it read: both are declined for leaving the name out."""
+    what its number is addresses it. The same text as prose has no caption, and a bare number, or one that names
+    nothing of its row, does not say which row and column it read: they are declined for leaving the name out. A
+    caption the sentence splitter cut after its number ("Table 3.") is read whole."""
     from copilot.answering import decline_reason, source_heads, table_captions
     from copilot.config import GROUNDING_THRESHOLD
 
@@ -478,7 +479,7 @@ def test_a_table_rows_evidence_is_read_with_its_tables_caption(embedder: Embedde
     question = "What F1 does the entity extraction model get with a language model on the SemEval-2017 development set?"
     cases = (("Table", "With LM, the entity extraction model gets an F1 of 54.1 [1].", False),
              ("Body", "With LM, the entity extraction model gets an F1 of 54.1 [1].", True),
-             ("Table", "54.1 [1]", True))
+             ("Table", "54.1 [1]", True), ("Table", "The extraction model gets 54.1 [1].", True))
     for section, answer, declined in cases:
         items = [RetrievedItem("chunk", 1, text, 0.8, paper_id="p", paper_title="Literature Graph", section=section,
                                page_start=3, page_end=3)]
@@ -490,3 +491,5 @@ def test_a_table_rows_evidence_is_read_with_its_tables_caption(embedder: Embedde
                                 table_captions(items))
         expected = "the answer found does not address SemEval-2017" if declined else ""
         assert reason == expected, (section, answer, reason)
+    cut = RetrievedItem("chunk", 2, text.replace("Table 3:", "Table 3."), 0.8, section="Table")
+    assert table_captions([cut]) == [text.replace("Table 3:", "Table 3.").split(" Description")[0]]

@@ -270,7 +270,8 @@ def test_the_library_tab_syncs_each_users_own_connection(tmp_path: Path, zotero)
 
 
 def test_zoteros_local_api_file_is_read_from_its_path_only_when_small_enough(zotero: tuple[ZoteroLibrary, str],
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
     """Zotero 7's local API answers a file with a redirect to its file:// URL: the file's size is read first, and a
     file past the bytes left is never opened; a redirect to another machine is refused."""
     lib, url = zotero
@@ -288,8 +289,18 @@ def test_zoteros_local_api_file_is_read_from_its_path_only_when_small_enough(zot
     opened.clear()
     assert zotero_task._local_file(zot, "ATT00002", size - 1) is None
     assert opened == [], "a file larger than the bytes left is never opened"
-    lib.files["ATT00002"] = Path("/nonexistent/zotero/file.pdf")
+    for elsewhere in (f"file://elsewhere{path.resolve()}", f"{url}/users/{USER}/items/ATT00002/file", "file://[x/"):
+        lib.redirect_to = elsewhere
+        with pytest.raises(ZoteroError, match="somewhere other than this machine"):
+            zotero_task._local_file(zot, "ATT00002", size)
+    assert opened == [], "nothing read from a redirect off this machine"
+    lib.redirect_to = None
+    lib.files["ATT00002"] = Path("/nonexistent/zotero/file 100%25.pdf")
     with pytest.raises(zotero_task.ZoteroNotFound):
         zotero_task._local_file(zot, "ATT00002", size)
+    spaced = tmp_path / "a paper 100%41.pdf"  # a file name with a space and a literal percent sign
+    spaced.write_bytes(expected)
+    lib.files["ATT00002"] = spaced
+    assert zotero_task._local_file(zot, "ATT00002", size) == expected, "the path is decoded once"
     lib.file_urls = False
     assert zotero_task._local_file(zot, "ATT00001", 10**7) == lib.files["ATT00001"].read_bytes(), "bytes sent"

@@ -47,6 +47,7 @@ class ZoteroLibrary:
         self.rate_limited = False
         self.fail_file: str | None = None  # an attachment whose download drops the connection
         self.file_urls = False  # answer a file with a redirect to its file:// URL, as Zotero 7's local API does
+        self.redirect_to: str | None = None  # with file_urls: redirect every file here instead
         self.requests: list[str] = []
 
     @property
@@ -146,7 +147,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.connection.close()  # a download cut: the client sees the connection drop
                 return
             if library.file_urls:
-                self._send(302, b"", "text/plain", {"Location": library.files[rest[1]].resolve().as_uri()})
+                where = library.redirect_to or library.files[rest[1]].resolve().as_uri()
+                self._send(302, b"", "text/plain", {"Location": where})
                 return
             self._send(200, library.files[rest[1]].read_bytes(), "application/pdf")
             return

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import httpx
 
@@ -131,19 +130,24 @@ def _local_file(zot: Any, key: str, most: int) -> bytes | None:  # noqa: ANN401 
                            follow_redirects=False) as response:
         if not response.is_redirect:
             return _bounded(response, most)
-        target = httpx.URL(response.headers.get("Location", ""))
-    if target.scheme != "file" or target.host not in ("", "localhost"):
-        raise ZoteroNotFound("Zotero's local API pointed the file somewhere other than this machine.")
-    path = Path(unquote(target.path))
+        location = response.headers.get("Location", "")
     try:
-        if not path.is_file():
-            raise ZoteroNotFound("Zotero has no such file on this machine.")
+        target = httpx.URL(location)
+    except httpx.InvalidURL:
+        target = None
+    if target is None or target.scheme != "file" or target.host not in ("", "localhost"):
+        raise ZoteroError("Zotero's local API pointed a file somewhere other than this machine; nothing was read.")
+    path = Path(target.path)  # httpx gives the path decoded
+    if not path.is_file():
+        raise ZoteroNotFound("Zotero has no such file on this machine.")
+    try:
         if path.stat().st_size > most:
             return None
         with path.open("rb") as handle:
             content = handle.read(most + 1)  # a file that grew since its size was read is still bounded
     except OSError as exc:
-        raise ZoteroNotFound("Zotero's file could not be read on this machine.") from exc
+        raise ZoteroError(f"A file of Zotero's could not be read on this machine ({exc.strerror or 'unreadable'}); "
+                          "sync again once it can be.") from exc
     return content if len(content) <= most else None
 
 

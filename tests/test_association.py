@@ -364,6 +364,14 @@ def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation(
         said = chatty.text.removesuffix(" " + plain.text)
         assert chatty.gold == plain.gold and said != chatty.text, "the trigger, after a chat turn"
         assert said in {turn.split(": ", 1)[1] for turn in other}, "a turn of another conversation, no speaker"
+    matched, matched_queries = among_real_turns(lives, conversations, cues=2, seed=0, others=2)
+    assert matched_queries == queries, "the same queries"
+    assert [m for m in matched if not m.id.startswith("other/")] == memories, "the same groups, with more lines"
+    statements = {life.statement: life.person for life in lives}
+    for group in groups:
+        mine = {m.id.split("/")[0] for m in groups[group] if not m.id.startswith("turn/")}
+        added = [m.text for m in matched if m.group == group and m.id.startswith("other/")]
+        assert len(added) == 2 and all(statements[t] not in mine for t in added), "two statements of others"
 
 
 def test_chatter_asks_each_trigger_inside_another_persons_line() -> None:

@@ -14,7 +14,11 @@ statements alone would never show it. So every measurement is made twice:
 - ``real_turns_chat``: the same groups, each trigger asked inside a real chat turn (a seeded turn of another
   conversation, then the trigger), as a later message that needs a cue carries its own chatter. A simulated
   trigger alone is in the register the adapters trained on; this is the measure that agrees with an outside
-  benchmark of real conversations (docs/benchmarks.md, "Associative recall").
+  benchmark of real conversations (docs/benchmarks.md, "Associative recall");
+- ``real_turns_matched`` and ``real_turns_chat_matched``: the same two, with ``OTHER_STATEMENTS`` statements of
+  other persons also in each group. Among real turns alone a simulated statement stands out by its form, and a
+  ranking that never reads the query finds most cues there; here a cue shares its form with a hundred lines that
+  are not it.
 
 Relations (causal, state, goal, value) are kept per query, so a result can be broken down by them.
 """
@@ -28,6 +32,7 @@ from copilot.association.data import Life, Memory, Query, lives_benchmark
 
 DISTRACTORS_PER_PERSON = 300
 CUES_PER_CONVERSATION = 2  # held-out statements hidden in one real conversation
+OTHER_STATEMENTS = 100  # other persons' statements also hidden in each conversation of the matched pools
 
 
 def relation_of_queries(lives: Sequence[Life], queries: Sequence[Query]) -> list[str]:
@@ -65,18 +70,22 @@ def _utterance(turn: str) -> str:
 
 
 def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str]],
-                     cues: int = CUES_PER_CONVERSATION, seed: int = 0, chatty: bool = False
+                     cues: int = CUES_PER_CONVERSATION, seed: int = 0, chatty: bool = False, others: int = 0
                      ) -> tuple[list[Memory], list[Query]]:
     """Each person's statements, ``cues`` at a time (seeded order), hidden in a whole real conversation (the
     conversations taken in turn); each statement's triggers and direct question search its own group. Memory ids
     are those of :func:`lives_benchmark`, so :func:`relation_of_queries` applies. ``chatty``: triggers only, each
-    after a seeded turn of another conversation (of the same one when there is only one)."""
+    after a seeded turn of another conversation (of the same one when there is only one). ``others``: as many
+    statements of other persons (seeded, ids "other/…") also hidden in each group, so that a cue shares its form
+    with lines that are not it; the queries and the rest of each group are the same as without them."""
     by_person: dict[str, list[tuple[str, Life]]] = {}
     for life in lives:
         mine = by_person.setdefault(life.person, [])
         mine.append((f"{life.person}/{len(mine)}", life))
     rng = random.Random(seed)
     chatter = random.Random(seed + 1)
+    picker = random.Random(seed + 2)  # its own draws: the groups and queries stay those without ``others``
+    everyone = [(person, life.statement) for person in sorted(by_person) for _, life in by_person[person]]
     memories: list[Memory] = []
     queries: list[Query] = []
     groups = 0
@@ -86,15 +95,19 @@ def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str
         for start in range(0, len(statements), cues):
             group = f"real/{groups}"
             turns = conversations[groups % len(conversations)]
-            others = conversations[(groups + 1) % len(conversations)]
+            elsewhere = conversations[(groups + 1) % len(conversations)]
             groups += 1
             # What was said, without "Speaker: ": a user's memories carry no name, and a prefix only the turns had
             # would tell them from the statements by its form.
             memories += [Memory(f"turn/{j}", _utterance(text), group) for j, text in enumerate(turns)]
+            if others:
+                theirs = [j for j, (who, _) in enumerate(everyone) if who != person]
+                memories += [Memory(f"other/{j}", everyone[j][1], group)
+                             for j in sorted(picker.sample(theirs, min(others, len(theirs))))]
             for memory_id, life in statements[start:start + cues]:
                 memories.append(Memory(memory_id, life.statement, group))
                 if chatty:
-                    queries += [Query(f"{memory_id}/trigger{j}", f"{_utterance(chatter.choice(others))} {text}",
+                    queries += [Query(f"{memory_id}/trigger{j}", f"{_utterance(chatter.choice(elsewhere))} {text}",
                                       (memory_id,), group, "trigger") for j, text in enumerate(life.triggers)]
                     continue
                 queries += [Query(f"{memory_id}/trigger{j}", text, (memory_id,), group, "trigger")
@@ -107,11 +120,13 @@ def benchmarks(lives: Sequence[Life], distractors: Sequence[str], per_person: in
                seed: int = 0, conversations: Sequence[Sequence[str]] = ()) -> dict[str, tuple[list[Memory],
                                                                                               list[Query]]]:
     """``alone``, ``distractors`` and ``real_turns`` (given conversations), with triggers and direct questions;
-    ``real_turns_chat`` (given conversations), triggers inside chat turns."""
+    ``real_turns_chat`` (given conversations), triggers inside chat turns; both again ``_matched``."""
     out = {"alone": lives_benchmark(lives, pooled=True, kinds=("trigger", "direct"))}
     if distractors:
         out["distractors"] = pooled_with_distractors(lives, distractors, per_person, seed)
     if conversations:
-        out["real_turns"] = among_real_turns(lives, conversations, seed=seed)
-        out["real_turns_chat"] = among_real_turns(lives, conversations, seed=seed, chatty=True)
+        for suffix, others in (("", 0), ("_matched", OTHER_STATEMENTS)):
+            out["real_turns" + suffix] = among_real_turns(lives, conversations, seed=seed, others=others)
+            out["real_turns_chat" + suffix] = among_real_turns(lives, conversations, seed=seed, chatty=True,
+                                                               others=others)
     return out

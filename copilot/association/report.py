@@ -7,7 +7,8 @@
    combined score, and optionally a baseline adapter trained on the same split (the residual MLP), with the
    exact McNemar test on per-query hits and a per-relation table. A first table sets the pools side by side,
    and the real-turn Recall@10 is also given for a range of w, beside a query-blind control (what ranking each
-   conversation's lines by how little they resemble the rest finds without reading the query).
+   conversation's lines by how little they resemble the rest finds without reading the query); the same two
+   real-conversation pools again with other persons' statements in each conversation, where that control fails.
 2. Ordinary look-up must not get worse: LoCoMo questions against their conversation's turns, evidence
    Recall@k, plain against combined.
 3. Read-time cost: one question's encoding, plain and with the adapter applied as the engine applies it, and
@@ -29,8 +30,8 @@ import numpy as np
 from copilot.association.data import RELATIONS, Life, locomo_benchmark, lives_benchmark, write_benchmark
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ADAPTER_ONLY, ASSOCIATION, UNTRAINED, EvalResult, evaluate, format_table
-from copilot.association.heldout import (CUES_PER_CONVERSATION, DISTRACTORS_PER_PERSON, benchmarks,
-                                         relation_of_queries)
+from copilot.association.heldout import (CUES_PER_CONVERSATION, DISTRACTORS_PER_PERSON, OTHER_STATEMENTS,
+                                         benchmarks, relation_of_queries)
 from copilot.association.metrics import mcnemar_exact
 from copilot.association.scoring import AssociativeScorer
 
@@ -38,7 +39,9 @@ ALONE = "association term alone"
 BASELINE = "baseline"
 SCORERS = (UNTRAINED, ALONE, ASSOCIATION)
 POOLS = {"alone": "held-out statements alone", "distractors": "with distractor lines",
-         "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked inside a chat turn"}
+         "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked inside a chat turn",
+         "real_turns_matched": "in real conversations with other persons' statements",
+         "real_turns_chat_matched": "the same, asked inside a chat turn"}
 WEIGHTS = (0.5, 1.0, 2.0, 3.0, 5.0)  # the w of the real-turn sweep
 
 
@@ -237,7 +240,11 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
                  "real_turns": f"up to {CUES_PER_CONVERSATION} held-out statements of one person in each of "
                                f"{len({m.group for m in memories})} copies of {len(conversations)} real "
                                "conversations",
-                 "real_turns_chat": "the same real conversations, each trigger asked after a real chat turn"}[pool]
+                 "real_turns_chat": "the same real conversations, each trigger asked after a real chat turn",
+                 "real_turns_matched": f"the same real conversations, each also holding {OTHER_STATEMENTS} "
+                                       "statements of other persons",
+                 "real_turns_chat_matched": f"the same real conversations with {OTHER_STATEMENTS} statements of "
+                                            "other persons, each trigger asked after a real chat turn"}[pool]
         block: dict = {}
         for kind, title in (("trigger", "triggers"), ("direct", "direct questions")):
             part = result.subset(kind)

@@ -33,7 +33,7 @@ import numpy as np
 from copilot import grounding, prompts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
-from copilot.evidence import Compressed, SentenceVectors, compress, is_caption
+from copilot.evidence import Compressed, SentenceVectors, compress, table_captions
 from copilot.followups import FollowUp
 from copilot.limits import admit_answer, check_question
 from copilot.llm import ChatModel, LLMError, Priority, Ticket, scheduling
@@ -41,7 +41,6 @@ from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
 from copilot.types import AnswerSources, EvidenceQuote, Grounding, QueuePosition, RetrievedItem, ThoughtJob
-from ingest.table_text import TABLE_CAPTION
 
 log = logging.getLogger(__name__)
 
@@ -159,18 +158,6 @@ def source_heads(items: list[RetrievedItem]) -> list[str]:
     return [f"{i.paper_title or ''} {i.section or ''}" for i in items if i.kind == "chunk"]
 
 
-def table_captions(items: list[RetrievedItem]) -> list[str]:
-    """For each source, the caption of the table whose rows it sends ("" for any other source): a row says what it
-    measures only under its caption ("Table 3: Results ... on SemEval-2017"), which the model reads with it."""
-    out = []
-    for item in items:
-        sentences = grounding.split_sentences(item.text or "")[:2] if item.section == "Table" else []
-        if sentences and TABLE_CAPTION.match(sentences[0]) and not is_caption(sentences[0]):
-            sentences = [" ".join(sentences)]  # "Table 3." then its words: the splitter stopped at the number
-        out.append(sentences[0] if sentences and is_caption(sentences[0]) else "")
-    return out
-
-
 def names_its_row(sentence: str, quote: str, question: str) -> bool:
     """Does an answer ``sentence`` name, as the question does, something of the table row ``quote`` it rests on (its
     row's label or a column's name: "With LM; F1: 54.1" names F1)? A bare "92.1", or "The model gets 54.1", does
@@ -221,9 +208,9 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
                    question: str = "", subjects: list[str] = (), captions: list[str] = ()) -> str:
     """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
     sources do not say or only repeated the question, or no sentence of its answer is supported by them.
-    ``subjects``: the papers' titles; ``captions``: each source's table caption (:func:`table_captions`), with
-    which a table row's evidence is read when the answer's sentence names something of the row
-    (:func:`names_its_row`)."""
+    ``subjects``: the papers' titles; ``captions``: each source's table caption
+    (:func:`copilot.evidence.table_captions`), with which a table row's evidence is read when the answer's sentence
+    names something of the row (:func:`names_its_row`)."""
     if unbearing:
         return "nothing in the papers in scope bears on the question"
     if not answer or REFUSAL.search(answer) or (question and says_nothing_new(answer, question)):

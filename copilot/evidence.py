@@ -325,6 +325,18 @@ def is_caption(sentence: str) -> bool:
     return bool(TABLE_CAPTION.match(sentence)) and len(_REAL_WORD.findall(TABLE_CAPTION.sub("", sentence))) >= 2
 
 
+def table_captions(items: list[RetrievedItem]) -> list[str]:
+    """For each source, the caption of the table whose rows it sends ("" for any other source): a row says what it
+    measures only under its caption ("Table 3: Results ... on SemEval-2017"), which the model reads with it."""
+    out = []
+    for item in items:
+        sentences = split_sentences(item.text or "")[:2] if item.section == "Table" else []
+        if sentences and TABLE_CAPTION.match(sentences[0]) and not is_caption(sentences[0]):
+            sentences = [" ".join(sentences)]  # "Table 3." then its words: the splitter stopped at the number
+        out.append(sentences[0] if sentences and is_caption(sentences[0]) else "")
+    return out
+
+
 def _captions(pool: Sequence[RetrievedItem], sentences: Sequence[Sentence], found: Sequence[set[str]],
               cosine: np.ndarray) -> dict[int, int]:
     """For each table candidate, the sentence (index) of the caption it is read under: among the candidates'

@@ -471,7 +471,8 @@ def test_a_table_rows_evidence_is_read_with_its_tables_caption(embedder: Embedde
     what its number is addresses it. The same text as prose has no caption, and a bare number, or one that names
     nothing of its row, does not say which row and column it read: they are declined for leaving the name out. A
     caption the sentence splitter cut after its number ("Table 3.") is read whole."""
-    from copilot.answering import decline_reason, source_heads, table_captions
+    from copilot.answering import decline_reason, source_heads
+    from copilot.evidence import table_captions
     from copilot.config import GROUNDING_THRESHOLD
 
     text = ("Table 3: Results of the entity extraction model on the development set of SemEval-2017 task 10. "

@@ -142,9 +142,11 @@ def query_blind(memories: Sequence, queries: Sequence, cache: EmbeddingCache, k:
     real chat turns), and an adapter's gain there may be that form learned, not an association; this control
     says how much of a pool's figure needs no query at all."""
     vectors = cache.encode([m.text for m in memories])
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(memories):
+        groups.setdefault(m.group, []).append(i)
     top: dict[str, set[str]] = {}
-    for group in dict.fromkeys(m.group for m in memories):
-        index = [i for i, m in enumerate(memories) if m.group == group]
+    for group, index in groups.items():
         lines = vectors[index]
         order = np.argsort(lines @ lines.mean(0), kind="stable")[:k]
         top[group] = {memories[index[j]].id for j in order}

@@ -36,7 +36,7 @@ from copilot.embeddings import Embedder
 from copilot.evidence import Compressed, SentenceVectors, compress, table_captions
 from copilot.followups import FollowUp
 from copilot.limits import admit_answer, check_question
-from copilot.llm import ChatModel, LLMError, Priority, Ticket, scheduling
+from copilot.llm import ChatModel, LLMError, Priority, Ticket, TokenTrace, scheduling
 from copilot.retrieval import pack_context, retrieval_options, retrieve_mixture
 from copilot.storage import Store
 from copilot.thoughts import REFUSAL, ThoughtMemory, ThoughtOutcome, ThoughtTaken, ungrounded_reason
@@ -231,6 +231,20 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     return ""
 
 
+def unsure_reason(llm: ChatModel, answer: str, tokens: list[tuple[str, float]], floor: float, question: str) -> str:
+    """Why a short answer that states a fact is declined although its sources state its facts: the model wrote one
+    of them with a probability below ``floor`` (:func:`copilot.grounding.unsure_facts`), as a guess or a number read
+    from the wrong row is written; "" otherwise, or without token probabilities (a remote model). Only an answer of
+    at most :data:`RECHECK_MAX_ANSWER_TOKENS` is read so: a look-up's answer, whose one fact decides it."""
+    if not tokens or floor <= 0 or llm.count_tokens(answer) > RECHECK_MAX_ANSWER_TOKENS:
+        return ""
+    unsure = grounding.unsure_facts(answer, tokens, floor, question)
+    if not unsure:
+        return ""
+    shown = ", ".join(f"{raw} ({probability:.0%})" for raw, probability in unsure[:3])
+    return f"the model was unsure of {shown}, which it wrote with a probability under {floor:.0%}"
+
+
 def _quote_at(item: RetrievedItem, n: int, quote: str) -> EvidenceQuote:
     quote = " ".join(quote.split()).strip(" …")  # the gap marks of a compressed source are not the paper's words
     return EvidenceQuote(n, quote, item.paper_id, item.page_start, item.section, item.paper_title, item.kind,
@@ -321,11 +335,13 @@ def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, sam
 
 
 def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
-                           temperature: float, ticket: Ticket | None = None) -> Iterator[str]:
+                           temperature: float, ticket: Ticket | None = None, trace: TokenTrace | None = None
+                           ) -> Iterator[str]:
     """The growing text of one streamed call, cut (and the stream closed) where the model starts repeating
-    itself: a small model that loops has nothing more to say. ``ticket``: the slot the caller waited for."""
+    itself: a small model that loops has nothing more to say. ``ticket``: the slot the caller waited for;
+    ``trace``: filled with the tokens' probabilities where the backend can."""
     text = ""
-    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket)
+    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket, trace=trace)
     for piece in stream:
         text += piece
         trimmed = trim_repetition(text)
@@ -583,6 +599,7 @@ class Answerer:
         yield AnswerSources(items, round(1000 * (t1 - t0), 1))
         answer = ""
         first_word = None
+        trace = TokenTrace()
         t_slot = t1
         model, fallback = llm or self.llm, ""
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
@@ -599,8 +616,10 @@ class Answerer:
                 try:
                     yield from self._wait_in_line(ticket, model)
                     t_slot = time.perf_counter()
+                    trace = TokenTrace()
                     for answer in stream_until_repeating(model, messages, max_tokens=self.settings.max_answer_tokens,
-                                                         temperature=self.settings.temperature, ticket=ticket):
+                                                         temperature=self.settings.temperature, ticket=ticket,
+                                                         trace=trace):
                         if first_word is None and answer.strip():
                             first_word = time.perf_counter()
                         yield answer
@@ -631,6 +650,8 @@ class Answerer:
         draft = answer
         reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
                                 [i.paper_title or "" for i in items], table_captions(items))
+        if not reason and checked is not None:
+            reason = unsure_reason(model, answer, trace.tokens, self.settings.fact_min_probability, question)
         # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
         # fact and is short is written again, and what the rechecks did not repeat is marked.
         again: list[str] = []

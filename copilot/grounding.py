@@ -473,6 +473,36 @@ def unstable_facts(sentence: str, resamples: Sequence[str], given: SourceFacts |
     return best or []
 
 
+def unsure_facts(answer: str, tokens: Sequence[tuple[str, float]], floor: float, question: str = ""
+                 ) -> list[tuple[str, float]]:
+    """The facts of ``answer`` (citation markers stripped; those the question gives left out, as in
+    :func:`unstable_facts`) that the model wrote with a probability below ``floor``, each as written with that
+    probability: its least likely token's, read from ``tokens``, the answer's ``(text, log-probability)`` pairs
+    (:class:`copilot.llm.base.TokenTrace`). A number the model read in its sources it copies with confidence; one it
+    guesses, or takes from the wrong row, it writes with a low probability. Empty without tokens."""
+    if not tokens or floor <= 0:
+        return []
+    written = "".join(text for text, _ in tokens)
+    starts = np.cumsum([0] + [len(text) for text, _ in tokens])
+    given = SourceFacts([question])
+    out: list[tuple[str, float]] = []
+    for sentence in split_sentences(answer):
+        offset = max(written.find(sentence.strip()[:40]), 0)
+        for kind, raw, confirm in facts(strip_citations(sentence)):
+            if kind != "number" and given.holds(kind, confirm):
+                continue
+            key = confirm if kind in ("expansion", "quote") else raw
+            at = written.find(str(key), offset)
+            if at < 0:
+                continue
+            logs = [log_p for (text, log_p), start in zip(tokens, starts, strict=False)
+                    if start < at + len(str(key)) and start + len(text) > at]
+            probability = math.exp(min(logs)) if logs else 1.0
+            if probability < floor and raw not in {r for r, _ in out}:
+                out.append((raw, round(probability, 3)))
+    return out
+
+
 def has_facts(answer: str, question: str = "") -> bool:
     """Does ``answer`` state a checkable fact (see :func:`facts`) beyond the names ``question`` gives?"""
     given = SourceFacts([question])

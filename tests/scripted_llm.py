@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 
@@ -21,13 +22,16 @@ class ScriptedLLM(ChatModel):
     ``thoughts``, each a (reply text, probability of "yes" or None) pair. A recheck (an answer written again at
     :data:`copilot.answering.RECHECK_TEMPERATURE`) gets the next of ``rechecks`` when given, else the last answer
     again, as a model that read its answer in the sources would; rechecks (the last call's messages again, at that
-    temperature) are listed in ``rechecked``, not in ``calls``."""
+    temperature) are listed in ``rechecked``, not in ``calls``. ``probabilities``: the probability the model gives
+    some words of its answers (the others 0.99), written to a :class:`~copilot.llm.base.TokenTrace` where a call
+    asks for one, as the embedded model does; without it, none is written, as by a remote model."""
 
     name = "scripted"
 
     def __init__(self, answers: list[Reply] | None = None, thoughts: list[tuple[str, float | None]] | None = None,
-                 rechecks: list[str] | None = None) -> None:
+                 rechecks: list[str] | None = None, probabilities: dict[str, float] | None = None) -> None:
         super().__init__()
+        self.probabilities = probabilities
         self.answers = list(answers or [])
         self.thoughts = list(thoughts or [])
         self.rechecks = list(rechecks or [])
@@ -64,4 +68,6 @@ class ScriptedLLM(ChatModel):
             reply = reply(messages) if callable(reply) else reply
             self.last_answer = reply
         for word in reply.split(" "):
+            if options.trace is not None and self.probabilities is not None and options.probe is None:
+                options.trace.tokens.append((word + " ", math.log(self.probabilities.get(word.strip(".,"), 0.99))))
             yield word + " "

@@ -83,6 +83,24 @@ def test_choice_probe_reads_the_models_own_probabilities(llm: LlamaCppModel) -> 
         assert good.probabilities["yes"] > bad.probabilities["yes"], (good.probabilities, bad.probabilities)
 
 
+def test_token_trace_reads_the_probability_of_each_written_token(llm: LlamaCppModel) -> None:
+    """A number the source states is copied with confidence; the trace's text is the reply's, token by token, each
+    with the model's own log-probability (the probe's processor runs beside it in the same call)."""
+    from copilot import grounding
+    from copilot.llm import ChoiceProbe, TokenTrace
+
+    trace, probe = TokenTrace(), ChoiceProbe("papers")
+    question = "How many papers does the corpus hold? Answer in a few words."
+    reply = llm.chat([{"role": "user", "content": f"Source [1]: The corpus holds 81.1M papers.\n{question}"}],
+                     max_tokens=24, temperature=0.0, trace=trace, probe=probe)
+    assert trace.tokens and trace.text.strip().startswith(reply.strip()[:10]), (reply, trace.tokens)
+    assert all(log_p <= 0.0 for _, log_p in trace.tokens)
+    if llm.embedded and llm.embedded.name == DEFAULT_EMBEDDED_MODEL:
+        assert "81.1" in reply, reply
+        assert grounding.unsure_facts(reply, trace.tokens, 0.33, question) == [], trace.tokens
+        assert grounding.unsure_facts(reply, trace.tokens, 1.0, question), "each fact has its probability"
+
+
 def test_a_base_model_answers_from_the_completion_form(llm: LlamaCppModel) -> None:
     """The same messages as the engine sends; the reply is the answer alone, not the next example."""
     from copilot import prompts

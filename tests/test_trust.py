@@ -446,6 +446,39 @@ def test_a_fact_the_model_does_not_repeat_when_asked_again_is_unsupported(store:
     assert not result.declined and off.rechecked == []
 
 
+def test_a_fact_the_model_wrote_unsure_is_declined(store: Store, embedder: Embedder) -> None:
+    """The sources state 12 datasets and 37M molecules; a model that wrote "37M" with a probability of 0.2 took the
+    number from the wrong place or guessed it: the answer is declined and says so, and nothing is rechecked. The
+    same answer written with confidence stands, and so does one from a model that gives no token probabilities
+    (a remote one), or with the rule turned off."""
+    question = "How many datasets does the benchmark contain?"
+    answer = "The benchmark contains 37M datasets [1]."
+    unsure = ScriptedLLM(answers=[answer], probabilities={"37M": 0.2})
+    result = Copilot(settings(), store, embedder, unsure).ask(question, user_id="ada", paper_ids=["xai"])
+    assert result.declined and "unsure of 37M (20%)" in result.decline_reason, result.decline_reason
+    assert result.draft == answer and unsure.rechecked == [] and result.thought.outcome == "dropped"
+    assert "The papers in scope do not say" in result.to_markdown()
+    for llm, kw in ((ScriptedLLM(answers=[answer], probabilities={"37M": 0.6}), {}),
+                    (ScriptedLLM(answers=[answer]), {}),
+                    (ScriptedLLM(answers=[answer], probabilities={"37M": 0.2}), {"fact_min_probability": 0.0})):
+        result = Copilot(settings(**kw), store, embedder, llm).ask(question, user_id="ada", paper_ids=["xai"])
+        assert not result.declined, result.decline_reason
+
+
+def test_unsure_facts_are_read_from_the_tokens_that_wrote_them() -> None:
+    from math import log
+
+    tokens = [("SciBERT", log(0.9)), (" gets", log(0.8)), (" 8", log(0.95)), ("3", log(0.15)), (".", log(0.9)),
+              ("64", log(0.7)), (" F1", log(0.9)), (" on", log(0.9)), (" Sci", log(0.2)), ("ERC", log(0.9)),
+              (".", log(0.9))]
+    answer = "SciBERT gets 83.64 F1 on SciERC."
+    assert grounding.unsure_facts(answer, tokens, 0.33) == [("83.64", 0.15), ("SciERC", 0.2)]
+    assert grounding.unsure_facts(answer, tokens, 0.33, question="What does SciBERT get on SciERC?") == [
+        ("83.64", 0.15)], "a name the question gives is the question's, not the model's guess"
+    assert grounding.unsure_facts(answer, tokens, 0.1) == []
+    assert grounding.unsure_facts(answer, [], 0.33) == [] and grounding.unsure_facts(answer, tokens, 0.0) == []
+
+
 def test_an_unstable_fact_is_named_under_the_answer(embedder: Embedder) -> None:
     from copilot import grounding
 

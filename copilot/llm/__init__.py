@@ -14,7 +14,8 @@ import threading
 
 from copilot.config import Settings, get_settings
 from copilot.errors import UserError
-from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, UsageCounter
+from copilot.llm.base import (ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, TokenTrace,
+                              UsageCounter)
 from copilot.llm.json_reply import NoJSONObject, extract_json_object
 from copilot.llm.scheduler import LLMScheduler, Priority, Ticket, scheduling
 
@@ -22,6 +23,7 @@ __all__ = [
     "BACKENDS",
     "ChatModel",
     "ChoiceProbe",
+    "TokenTrace",
     "GenerationOptions",
     "LLMError",
     "LLMScheduler",

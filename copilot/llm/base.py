@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
 from copilot.config import Settings
@@ -40,6 +40,23 @@ class ChoiceProbe:
 
 
 @dataclass
+class TokenTrace:
+    """Asks a backend for the model's own probability of each token it writes, filled in during the same call.
+
+    ``tokens`` holds ``(text, log-probability)`` pairs in the reply's order, the probability being the model's
+    before sampling (temperature and penalties change which token is drawn, not how sure the model was). A
+    number the model read in its sources it writes with confidence; a number it guesses it writes with a low
+    probability. Backends that cannot read token probabilities leave ``tokens`` empty.
+    """
+
+    tokens: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(text for text, _ in self.tokens)
+
+
+@dataclass
 class GenerationOptions:
     """Per-call knobs shared by all backends."""
 
@@ -48,6 +65,7 @@ class GenerationOptions:
     stop: list[str] | None = None
     probe: ChoiceProbe | None = None
     grammar: str | None = None  # GBNF; backends that cannot constrain decoding ignore it
+    trace: TokenTrace | None = None
 
 
 class CallOptions(TypedDict, total=False):
@@ -58,6 +76,7 @@ class CallOptions(TypedDict, total=False):
     stop: list[str] | None
     probe: ChoiceProbe | None
     grammar: str | None
+    trace: TokenTrace | None
     user: str | None
     priority: Priority | None
     ticket: Ticket | None
@@ -105,6 +124,7 @@ class ChatModel(ABC):
         stop: list[str] | None = None,
         probe: ChoiceProbe | None = None,
         grammar: str | None = None,
+        trace: TokenTrace | None = None,
         user: str | None = None,
         priority: Priority | None = None,
         ticket: Ticket | None = None,
@@ -116,7 +136,7 @@ class ChatModel(ABC):
         waited itself, showing its place in line); the slot is released when the stream ends or is closed.
         """
         options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop, probe=probe,
-                                    grammar=grammar)
+                                    grammar=grammar, trace=trace)
         if ticket is None:
             default_user, default_priority = current_caller()
             ticket = self.scheduler.enqueue(default_user if user is None else user,
@@ -140,8 +160,8 @@ class ChatModel(ABC):
                     self.usage.completion_tokens += self.count_tokens("".join(pieces)) if pieces else 0
 
     def chat(self, messages: list[Message], **options: Unpack[CallOptions]) -> str:
-        """The whole reply to ``messages``, with :meth:`stream`'s options (``probe``, when given, is filled in where
-        the backend can)."""
+        """The whole reply to ``messages``, with :meth:`stream`'s options (``probe`` and ``trace``, when given, are
+        filled in where the backend can)."""
         return "".join(self.stream(messages, **options))
 
     def describe(self) -> str:

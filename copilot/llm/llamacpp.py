@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from llama_cpp import Llama, LlamaGrammar, LogitsProcessorList
 
 from copilot import prompts
 from copilot.config import Settings
-from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message
+from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, TokenTrace
 from copilot.llm.embedded import EmbeddedModel, PromptForm, resolve
 
 
@@ -123,7 +123,30 @@ class LlamaCppModel(ChatModel):
                 ids.add(tokens[0])
         return sorted(ids)
 
-    def _probe_processor(self, probe: ChoiceProbe) -> LogitsProcessorList:
+    def _trace_processor(self, trace: TokenTrace) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """A logits processor that writes each token's probability to ``trace``: a call sees the distribution the
+        next token is drawn from, and the next call sees which token was drawn (the reply's last token, the end of
+        its text, is left out). It reads the model's own scores, before any penalty or temperature."""
+        before: list[np.ndarray] = []
+
+        def read(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if before:
+                token, last = int(input_ids[-1]), before.pop()
+                top = float(last.max())
+                log_total = top + float(np.log(np.exp(last - top).sum()))
+                text = self._llama.detokenize([token]).decode("utf-8", errors="ignore")
+                trace.tokens.append((text, float(last[token]) - log_total))
+            before.append(np.array(scores, dtype=np.float64))  # llama.cpp reuses its buffer
+            return scores
+
+        return read
+
+    def _processors(self, options: GenerationOptions) -> LogitsProcessorList | None:
+        wanted = ([self._probe_processor(options.probe)] if options.probe else []) + (
+            [self._trace_processor(options.trace)] if options.trace is not None else [])
+        return LogitsProcessorList(wanted) if wanted else None
+
+    def _probe_processor(self, probe: ChoiceProbe) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """A logits processor that reads the next-token distribution once the reply ends with the marker."""
         choice_ids = {c: self._choice_tokens(c) for c in probe.choices}
         marker = probe.marker.strip()
@@ -139,7 +162,7 @@ class LlamaCppModel(ChatModel):
                     probe.probabilities = {c: m / norm for c, m in mass.items()}
             return scores
 
-        return LogitsProcessorList([read])
+        return read
 
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         with self._lock:
@@ -151,7 +174,7 @@ class LlamaCppModel(ChatModel):
                 "temperature": options.temperature,
                 "repeat_penalty": self.repeat_penalty,
                 "stream": True,
-                "logits_processor": self._probe_processor(options.probe) if options.probe else None,
+                "logits_processor": self._processors(options),
                 "grammar": self._grammar(options.grammar) if options.grammar else None,
             }
             try:

@@ -241,8 +241,10 @@ def unsure_reason(llm: ChatModel, answer: str, tokens: list[tuple[str, float]], 
     unsure = grounding.unsure_facts(answer, tokens, floor, question)
     if not unsure:
         return ""
-    shown = ", ".join(f"{raw} ({probability:.0%})" for raw, probability in unsure[:3])
-    return f"the model was unsure of {shown}, which it wrote with a probability under {floor:.0%}"
+    facts, chances = (" and ".join(str(x) for x in column) for column in zip(*unsure[:3], strict=True))
+    many = "probabilities" if len(unsure[:3]) > 1 else "a probability"
+    return (f"the model was not sure of {facts}, written with {many} of {chances}: a guess, or a fact read from the "
+            "wrong place")
 
 
 def _quote_at(item: RetrievedItem, n: int, quote: str) -> EvidenceQuote:

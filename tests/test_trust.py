@@ -455,7 +455,8 @@ def test_a_fact_the_model_wrote_unsure_is_declined(store: Store, embedder: Embed
     answer = "The benchmark contains 37M datasets [1]."
     unsure = ScriptedLLM(answers=[answer], probabilities={"37M": 0.2})
     result = Copilot(settings(), store, embedder, unsure).ask(question, user_id="ada", paper_ids=["xai"])
-    assert result.declined and "unsure of 37M (20%)" in result.decline_reason, result.decline_reason
+    assert result.declined and "not sure of 37M, written with a probability of 0.2:" in result.decline_reason, \
+        result.decline_reason
     assert result.draft == answer and unsure.rechecked == [] and result.thought.outcome == "dropped"
     assert "The papers in scope do not say" in result.to_markdown()
     for llm, kw in ((ScriptedLLM(answers=[answer], probabilities={"37M": 0.6}), {}),

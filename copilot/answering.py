@@ -241,7 +241,9 @@ def unsure_reason(llm: ChatModel, answer: str, tokens: list[tuple[str, float]], 
     unsure = grounding.unsure_facts(answer, tokens, floor, question)
     if not unsure:
         return ""
-    facts, chances = (" and ".join(str(x) for x in column) for column in zip(*unsure[:3], strict=True))
+    # The facts as the model wrote them, shown in the decline's Markdown: plain text only, briefly.
+    facts = " and ".join(re.sub(r"[\[\]()<>!*_`#|\\]", "", raw)[:40] for raw, _ in unsure[:3])
+    chances = " and ".join(f"{p:.2f}" if p >= 0.01 else "under 0.01" for _, p in unsure[:3])
     many = "probabilities" if len(unsure[:3]) > 1 else "a probability"
     return (f"the model was not sure of {facts}, written with {many} of {chances}: a guess, or a fact read from the "
             "wrong place")

@@ -133,9 +133,10 @@ class Settings(BaseSettings):
     recheck_samples: int = Field(2, ge=0, le=5, description="After an answer, the model writes it this many times "
                                  "more (sampled, same sources); a sentence whose numbers and names none of them "
                                  "states again is marked unsupported. 0 = off.")
-    fact_min_probability: float = Field(0.33, ge=0.0, lt=1.0, description="A short answer one of whose numbers "
-                                        "or names the embedded model wrote with a lower probability (its least "
-                                        "likely token's) is declined: the model guessed it. 0 = off.")
+    fact_min_probability: float = Field(0.33, ge=0.0, lt=1.0, description="A short answer one of whose facts (a "
+                                        "number with its unit, a name, an expansion, a quoted term) the embedded "
+                                        "model wrote with a lower probability (its least likely token's) is "
+                                        "declined: the model guessed it. 0 = off.")
     thought_needs_grounding: bool = Field(True, description="Write a thought only from a grounded answer; an "
                                           "ungrounded one is dropped before the thought's LLM call.")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "

@@ -475,32 +475,42 @@ def unstable_facts(sentence: str, resamples: Sequence[str], given: SourceFacts |
 
 def unsure_facts(answer: str, tokens: Sequence[tuple[str, float]], floor: float, question: str = ""
                  ) -> list[tuple[str, float]]:
-    """The facts of ``answer`` (citation markers stripped; those the question gives left out, as in
-    :func:`unstable_facts`) that the model wrote with a probability below ``floor``, each as written with that
-    probability: its least likely token's, read from ``tokens``, the answer's ``(text, log-probability)`` pairs
-    (:class:`copilot.llm.base.TokenTrace`). A number the model read in its sources it copies with confidence; one it
-    guesses, or takes from the wrong row, it writes with a low probability. Empty without tokens."""
+    """The facts of ``answer`` (a number with its unit, a name, an acronym's expansion or a quoted term, as
+    :func:`facts` reads them; those the question gives left out, as in :func:`unstable_facts`) that the model wrote
+    with a probability below ``floor``, each as written with that probability: its least likely token's, read from
+    ``tokens``, the answer's ``(text, log-probability)`` pairs (:class:`copilot.llm.base.TokenTrace`). A number the
+    model read in its sources it copies with confidence; one it guesses, or takes from the wrong row, it writes with
+    a low probability. A fact is found where it stands as a whole word in its sentence, never inside a citation
+    marker ("[3]") or another word ("19" in "2019", "BERT" in "SciBERT"); a fact written twice is read at both
+    places. One the tokens do not show (the last token of a capped answer is not traced) is passed over. Empty
+    without tokens."""
     if not tokens or floor <= 0:
         return []
     written = "".join(text for text, _ in tokens)
     starts = np.cumsum([0] + [len(text) for text, _ in tokens])
+    cited = [m.span() for m in _CITATION.finditer(written)]
     given = SourceFacts([question])
-    out: list[tuple[str, float]] = []
+    used: set[tuple[int, int]] = set()
+    lowest: dict[str, float] = {}
+    sentence_at = 0
     for sentence in split_sentences(answer):
-        offset = max(written.find(sentence.strip()[:40]), 0)
+        found_at = written.find(sentence.strip()[:40], sentence_at)
+        sentence_at = found_at if found_at >= 0 else sentence_at
         for kind, raw, confirm in facts(strip_citations(sentence)):
             if kind != "number" and given.holds(kind, confirm):
                 continue
-            key = confirm if kind in ("expansion", "quote") else raw
-            at = written.find(str(key), offset)
-            if at < 0:
+            words = str(confirm if kind in ("expansion", "quote") else raw).split()
+            pattern = re.compile(r"(?<![\w.])" + r"\s+".join(map(re.escape, words)) + r"(?!\w)")
+            match = next((m for m in pattern.finditer(written, sentence_at) if m.span() not in used
+                          and not any(s < m.end() and m.start() < e for s, e in cited)), None)
+            if match is None:
                 continue
+            used.add(match.span())
             logs = [log_p for (text, log_p), start in zip(tokens, starts, strict=False)
-                    if start < at + len(str(key)) and start + len(text) > at]
-            probability = math.exp(min(logs)) if logs else 1.0
-            if probability < floor and raw not in {r for r, _ in out}:
-                out.append((raw, round(probability, 3)))
-    return out
+                    if start < match.end() and start + len(text) > match.start()]
+            if logs:
+                lowest[raw] = min(lowest.get(raw, 1.0), math.exp(min(logs)))
+    return [(raw, round(p, 3)) for raw, p in lowest.items() if p < floor]
 
 
 def has_facts(answer: str, question: str = "") -> bool:

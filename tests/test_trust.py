@@ -455,7 +455,7 @@ def test_a_fact_the_model_wrote_unsure_is_declined(store: Store, embedder: Embed
     answer = "The benchmark contains 37M datasets [1]."
     unsure = ScriptedLLM(answers=[answer], probabilities={"37M": 0.2})
     result = Copilot(settings(), store, embedder, unsure).ask(question, user_id="ada", paper_ids=["xai"])
-    assert result.declined and "not sure of 37M, written with a probability of 0.2:" in result.decline_reason, \
+    assert result.declined and "not sure of 37M, written with a probability of 0.20:" in result.decline_reason, \
         result.decline_reason
     assert result.draft == answer and unsure.rechecked == [] and result.thought.outcome == "dropped"
     assert "The papers in scope do not say" in result.to_markdown()
@@ -478,6 +478,22 @@ def test_unsure_facts_are_read_from_the_tokens_that_wrote_them() -> None:
         ("83.64", 0.15)], "a name the question gives is the question's, not the model's guess"
     assert grounding.unsure_facts(answer, tokens, 0.1) == []
     assert grounding.unsure_facts(answer, [], 0.33) == [] and grounding.unsure_facts(answer, tokens, 0.0) == []
+
+
+
+@pytest.mark.parametrize(("answer", "unsure_at", "expected"), [
+    ("SciBERT beats BERT by 2 points.", 2, [("BERT", 0.1)]),  # not read inside "SciBERT"
+    ("In 2019, 19 teams took part.", 2, [("19", 0.1)]),  # nor inside "2019"
+    ("As [3] reports, 3 annotators rated it.", 1, []),  # a citation marker is no fact
+    ("It scores 92.1 on A and 92.1 on B.", 6, [("92.1", 0.1)]),  # a fact written twice is read at both places
+])
+def test_an_unsure_fact_is_read_where_it_stands_as_a_whole_word(answer: str, unsure_at: int, expected: list) -> None:
+    """One token a word; the word at ``unsure_at`` written with a probability of 0.1, the others 0.95."""
+    from math import log
+
+    tokens = [(word if i == 0 else f" {word}", log(0.1 if i == unsure_at else 0.95))
+              for i, word in enumerate(answer.split(" "))]
+    assert grounding.unsure_facts(answer, tokens, 0.33) == expected
 
 
 def test_an_unstable_fact_is_named_under_the_answer(embedder: Embedder) -> None:

@@ -11,6 +11,7 @@ messages either way. One ``Llama`` object is not safe to use from two threads, s
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -126,15 +127,17 @@ class LlamaCppModel(ChatModel):
     def _trace_processor(self, trace: TokenTrace) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """A logits processor that writes each token's probability to ``trace``: a call sees the distribution the
         next token is drawn from, and the next call sees which token was drawn (the reply's last token, the end of
-        its text, is left out). It reads the model's own scores, before any penalty or temperature."""
+        its text, is left out). It reads the model's own scores, before any penalty or temperature. A character
+        whose bytes span several tokens is the text of the token that completes it."""
         before: list[np.ndarray] = []
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
         def read(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             if before:
                 token, last = int(input_ids[-1]), before.pop()
                 top = float(last.max())
                 log_total = top + float(np.log(np.exp(last - top).sum()))
-                text = self._llama.detokenize([token]).decode("utf-8", errors="ignore")
+                text = decoder.decode(self._llama.detokenize([token]))
                 trace.tokens.append((text, float(last[token]) - log_total))
             before.append(np.array(scores, dtype=np.float64))  # llama.cpp reuses its buffer
             return scores

@@ -231,14 +231,15 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     return ""
 
 
-def unsure_reason(llm: ChatModel, answer: str, tokens: list[tuple[str, float]], floor: float, question: str) -> str:
+def unsure_reason(answer: str, trace: TokenTrace, floor: float, question: str) -> str:
     """Why a short answer that states a fact is declined although its sources state its facts: the model wrote one
     of them with a probability below ``floor`` (:func:`copilot.grounding.unsure_facts`), as a guess or a number read
     from the wrong row is written; "" otherwise, or without token probabilities (a remote model). Only an answer of
-    at most :data:`RECHECK_MAX_ANSWER_TOKENS` is read so: a look-up's answer, whose one fact decides it."""
-    if not tokens or floor <= 0 or llm.count_tokens(answer) > RECHECK_MAX_ANSWER_TOKENS:
+    at most :data:`RECHECK_MAX_ANSWER_TOKENS` is read so (a longer one fills its ``trace``): a look-up's answer,
+    whose one fact decides it."""
+    if not trace.tokens or trace.full or floor <= 0:
         return ""
-    unsure = grounding.unsure_facts(answer, tokens, floor, question)
+    unsure = grounding.unsure_facts(answer, trace.tokens, floor, question)
     if not unsure:
         return ""
     # The facts as the model wrote them, shown in the decline's Markdown: plain text only, briefly.
@@ -603,7 +604,7 @@ class Answerer:
         yield AnswerSources(items, round(1000 * (t1 - t0), 1))
         answer = ""
         first_word = None
-        trace = TokenTrace()
+        trace = TokenTrace()  # the token probabilities of the answer, when the unsure-fact rule reads them
         t_slot = t1
         model, fallback = llm or self.llm, ""
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
@@ -620,10 +621,11 @@ class Answerer:
                 try:
                     yield from self._wait_in_line(ticket, model)
                     t_slot = time.perf_counter()
-                    trace = TokenTrace()
+                    trace = TokenTrace(most=RECHECK_MAX_ANSWER_TOKENS)
+                    reading = trace if self.settings.fact_min_probability > 0 else None
                     for answer in stream_until_repeating(model, messages, max_tokens=self.settings.max_answer_tokens,
                                                          temperature=self.settings.temperature, ticket=ticket,
-                                                         trace=trace):
+                                                         trace=reading):
                         if first_word is None and answer.strip():
                             first_word = time.perf_counter()
                         yield answer
@@ -655,7 +657,7 @@ class Answerer:
         reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
                                 [i.paper_title or "" for i in items], table_captions(items))
         if not reason and checked is not None:
-            reason = unsure_reason(model, answer, trace.tokens, self.settings.fact_min_probability, question)
+            reason = unsure_reason(answer, trace, self.settings.fact_min_probability, question)
         # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
         # fact and is short is written again, and what the rechecks did not repeat is marked.
         again: list[str] = []

@@ -69,5 +69,5 @@ class ScriptedLLM(ChatModel):
             self.last_answer = reply
         for word in reply.split(" "):
             if options.trace is not None and self.probabilities is not None and options.probe is None:
-                options.trace.tokens.append((word + " ", math.log(self.probabilities.get(word.strip(".,"), 0.99))))
+                options.trace.add(word + " ", math.log(self.probabilities.get(word.strip(".,"), 0.99)))
             yield word + " "

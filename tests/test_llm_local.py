@@ -103,6 +103,10 @@ def test_token_trace_reads_the_probability_of_each_written_token(llm: LlamaCppMo
         assert probabilities[len(probabilities) // 2] > 0.5, trace.tokens
         assert grounding.unsure_facts(reply, trace.tokens, 0.33, question) == [], trace.tokens
         assert grounding.unsure_facts(reply, trace.tokens, 1.01, question), "each fact has its probability"
+    short = TokenTrace(most=3)
+    llm.chat([{"role": "user", "content": "Count from one to ten in words."}], max_tokens=24, temperature=0.0,
+             trace=short)
+    assert len(short.tokens) == 3 and short.full, short
 
 
 def test_a_base_model_answers_from_the_completion_form(llm: LlamaCppModel) -> None:

@@ -466,6 +466,29 @@ def test_a_fact_the_model_wrote_unsure_is_declined(store: Store, embedder: Embed
         assert not result.declined, result.decline_reason
 
 
+
+def test_a_long_answer_is_not_read_for_unsure_facts(store: Store, embedder: Embedder) -> None:
+    """Past the 100 tokens of a look-up's answer the trace stops (a long answer's story is not one fact), so the same
+    unsure "37M" in a long answer is not declined for it, and its tokens are not read beyond the limit."""
+    from copilot.answering import RECHECK_MAX_ANSWER_TOKENS
+
+    answer = "The benchmark contains 37M datasets [1]. " + " ".join(
+        f"Its part {n} is described in the appendix with care." for n in range(12))  # no repetition: not cut
+    seen = []
+
+    class Watching(ScriptedLLM):
+        def _stream(self, messages, options):  # noqa: ANN001, ANN202
+            seen.append(options.trace)
+            yield from super()._stream(messages, options)
+
+    llm = Watching(answers=[answer], probabilities={"37M": 0.2})
+    result = Copilot(settings(), store, embedder, llm).ask("How many datasets does the benchmark contain?",
+                                                           user_id="ada", paper_ids=["xai"])
+    assert "not sure" not in result.decline_reason, result.decline_reason
+    trace = seen[0]
+    assert trace.full and len(trace.tokens) == RECHECK_MAX_ANSWER_TOKENS
+
+
 def test_unsure_facts_are_read_from_the_tokens_that_wrote_them() -> None:
     from math import log
 
@@ -478,7 +501,6 @@ def test_unsure_facts_are_read_from_the_tokens_that_wrote_them() -> None:
         ("83.64", 0.15)], "a name the question gives is the question's, not the model's guess"
     assert grounding.unsure_facts(answer, tokens, 0.1) == []
     assert grounding.unsure_facts(answer, [], 0.33) == [] and grounding.unsure_facts(answer, tokens, 0.0) == []
-
 
 
 @pytest.mark.parametrize(("answer", "unsure_at", "expected"), [

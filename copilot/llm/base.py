@@ -46,10 +46,21 @@ class TokenTrace:
     ``tokens`` holds ``(text, log-probability)`` pairs in the reply's order, the probability being the model's
     before sampling (temperature and penalties change which token is drawn, not how sure the model was). A
     number the model read in its sources it writes with confidence; a number it guesses it writes with a low
-    probability. Backends that cannot read token probabilities leave ``tokens`` empty.
+    probability. Backends that cannot read token probabilities leave ``tokens`` empty. ``most``: the tokens
+    worth reading; past them the backend stops (``full`` says it did), as a caller that reads short replies only
+    need not pay for a long one's.
     """
 
     tokens: list[tuple[str, float]] = field(default_factory=list)
+    most: int | None = None
+    full: bool = False
+
+    def add(self, text: str, log_probability: float) -> None:
+        """One written token, unless ``most`` are held already (then the trace is ``full``)."""
+        if self.most is not None and len(self.tokens) >= self.most:
+            self.full = True
+            return
+        self.tokens.append((text, log_probability))
 
     @property
     def text(self) -> str:

@@ -133,13 +133,14 @@ class LlamaCppModel(ChatModel):
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
         def read(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if trace.full:
+                return scores
             if before:
                 token, last = int(input_ids[-1]), before.pop()
                 top = float(last.max())
-                log_total = top + float(np.log(np.exp(last - top).sum()))
-                text = decoder.decode(self._llama.detokenize([token]))
-                trace.tokens.append((text, float(last[token]) - log_total))
-            before.append(np.array(scores, dtype=np.float64))  # llama.cpp reuses its buffer
+                log_total = top + float(np.log(np.exp(last - top).sum(dtype=np.float64)))
+                trace.add(decoder.decode(self._llama.detokenize([token])), float(last[token]) - log_total)
+            before.append(scores.copy())  # llama.cpp reuses its buffer
             return scores
 
         return read

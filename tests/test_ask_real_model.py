@@ -1,7 +1,9 @@
 """End to end with the default embedded model: add a real paper, ask twice through the CLI, read the record; and one
-smoke test for each other embedded model: the same paper, one question, a record of the same shape."""
+smoke test for each other embedded model: the same paper, one question, a record of the same shape. The paper is
+added once through the CLI; each test asks in its own copy of that library."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +20,23 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
-def asked(tmp_path: Path, embedded_model: str) -> tuple[dict, str, dict[str, str]]:
-    """A real paper added, one question asked with ``ask --json``: the record, the paper's id and the environment."""
+@pytest.fixture(scope="module")
+def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real paper added once through the CLI: its data directory and the paper's id. Each test asks in a copy."""
+    data = tmp_path_factory.mktemp("added") / "data"
+    result = cli("-m", "copilot", "papers", "add", str(TEST_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
+                 env=clean_env() | {"COPILOT_DATA_DIR": str(data)})
+    assert result.returncode == 0, result.stderr
+    return data, json.loads(result.stdout)["results"][0]["paper_id"]
+
+
+def asked(tmp_path: Path, embedded_model: str, added: tuple[Path, str]) -> tuple[dict, str, dict[str, str]]:
+    """One question asked with ``ask --json`` in a copy of the library with the paper: the record, the paper's id and
+    the environment."""
+    data, paper_id = added
+    shutil.copytree(data, tmp_path / "data")
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
                          "COPILOT_LLM_MODEL": embedded_model}
-    added = cli("-m", "copilot", "papers", "add", str(TEST_DATA / "papers" / "2020.acl-main.207.pdf"), "--json",
-                env=env)
-    assert added.returncode == 0, added.stderr
-    paper_id = json.loads(added.stdout)["results"][0]["paper_id"]
     first = cli("-m", "copilot", "ask", "How is SPECTER trained?", "--json", env=env)
     assert first.returncode == 0, first.stderr
     record = json.loads(first.stdout)
@@ -36,14 +47,15 @@ def asked(tmp_path: Path, embedded_model: str) -> tuple[dict, str, dict[str, str
 
 
 @pytest.mark.parametrize("embedded_model", ["smollm2-135m", "gemma3-270m"])
-def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: str) -> None:
-    record, _, _ = asked(tmp_path, embedded_model)
+def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: str,
+                                               added: tuple[Path, str]) -> None:
+    record, _, _ = asked(tmp_path, embedded_model, added)
     assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"}
 
 
-def test_ask_json_with_the_default_embedded_model(tmp_path: Path) -> None:
-    record, paper_id, env = asked(tmp_path, "qwen2.5-coder-0.5b")
+def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[Path, str]) -> None:
+    record, paper_id, env = asked(tmp_path, "qwen2.5-coder-0.5b", added)
     assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))

@@ -1,9 +1,12 @@
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from copilot.config import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_MAX_ANSWER_TOKENS, Settings
+from copilot.config import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_MAX_ANSWER_TOKENS, Settings, usable_cpus
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,3 +111,15 @@ def test_the_configuration_page_states_each_default_the_settings_have() -> None:
     wrong = [(name, default, shown(Settings.model_fields[name.lower()].default)) for name, default in rows
              if shown(Settings.model_fields[name.lower()].default) != default]
     assert wrong == []
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_the_local_model_threads_default_to_the_cores_this_process_may_use() -> None:
+    """A container or a pinned process runs on fewer cores than the machine has: ``COPILOT_LLM_THREADS=0`` counts
+    those, so the model's threads never outnumber them."""
+    probe = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " \
+            "from copilot.config import usable_cpus; print(usable_cpus())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "1"
+    assert usable_cpus() == len(os.sched_getaffinity(0))

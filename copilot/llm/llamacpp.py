@@ -12,7 +12,6 @@ messages either way. One ``Llama`` object is not safe to use from two threads, s
 from __future__ import annotations
 
 import codecs
-import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 from llama_cpp import Llama, LlamaGrammar, LogitsProcessorList
 
 from copilot import prompts
-from copilot.config import Settings
+from copilot.config import Settings, usable_cpus
 from copilot.llm.base import ChatModel, ChoiceProbe, GenerationOptions, LLMError, Message, TokenTrace
 from copilot.llm.embedded import EmbeddedModel, PromptForm, resolve
 
@@ -55,7 +54,7 @@ class LlamaCppModel(ChatModel):
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
         self._grammars: dict[str, LlamaGrammar] = {}
-        options = {"model_path": str(path), "n_ctx": n_ctx, "n_threads": n_threads or (os.cpu_count() or 2),
+        options = {"model_path": str(path), "n_ctx": n_ctx, "n_threads": n_threads or usable_cpus(),
                    "logits_all": logits_all, "verbose": False}
         try:
             # Flash attention reads a prompt 9-17% faster on 2 cores (Qwen2.5-Coder-0.5B 125 -> 137 tokens/s,

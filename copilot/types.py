@@ -501,8 +501,9 @@ class ConversationTurn:
 @dataclass
 class ComparisonCell:
     """One cell of a comparison table: what one paper states for one aspect, with the sentence that shows it, or
-    "not stated". ``supported``: every sentence of the cell passed the check that answers pass (an unsupported cell
-    is shown marked); ``llm_calls``: 0 when nothing in the paper bore on the aspect."""
+    "not stated". ``supported``: every sentence of the cell passed the check that answers pass and the model wrote
+    none of its facts unsure (an unsupported cell is shown marked); ``llm_calls``: 0 when nothing in the paper bore
+    on the aspect."""
 
     paper_id: str
     aspect: str
@@ -511,6 +512,7 @@ class ComparisonCell:
     supported: bool = False
     evidence: list[EvidenceQuote] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # facts of the cell no source states
+    unsure: list[str] = field(default_factory=list)  # facts of the cell the model wrote unsure (then unsupported)
     llm_calls: int = 0
     seconds: float = 0.0
 
@@ -524,5 +526,5 @@ class ComparisonCell:
     def as_dict(self) -> dict[str, Any]:
         return {"paper_id": self.paper_id, "aspect": self.aspect, "text": self.text if self.stated else "not stated",
                 "stated": self.stated, "supported": self.supported, "missing": list(self.missing),
-                "evidence": [q.as_dict() for q in self.evidence], "llm_calls": self.llm_calls,
-                "seconds": round(self.seconds, 2)}
+                "unsure": list(self.unsure), "evidence": [q.as_dict() for q in self.evidence],
+                "llm_calls": self.llm_calls, "seconds": round(self.seconds, 2)}

@@ -104,6 +104,22 @@ def test_cells_come_from_each_papers_own_evidence_and_stream_in(copilot: Copilot
     assert table.bibtex().count("@") == 2
 
 
+def test_a_cell_whose_fact_the_model_wrote_unsure_is_marked_with_its_evidence(copilot: Copilot) -> None:
+    """The check answers pass reads the cell too: a number the model wrote with a low probability (a guess, or read
+    from the wrong row) marks the cell, which keeps its evidence for the reader to judge."""
+    copilot.llm.probabilities = {"8.1M": 0.1}
+    table = [u for u in copilot.compare("local", ["specter", "s2orc"], ["method"]) if isinstance(u, Comparison)][-1]
+    unsure, sure = table.cell("s2orc", "method"), table.cell("specter", "method")
+    assert unsure.stated and not unsure.supported and unsure.unsure == ["8.1M"] and unsure.missing == []
+    assert unsure.evidence and "8.1M PDFs" in unsure.evidence[0].quote and unsure.shown().startswith("⚠️ ")
+    assert unsure.as_dict()["unsure"] == ["8.1M"]
+    assert "the model was not sure of 8.1M" in table.to_markdown()
+    assert sure.supported and sure.unsure == []
+    copilot.settings.fact_min_probability = 0  # the rule off: the same cell stands
+    table = [u for u in copilot.compare("local", ["specter", "s2orc"], ["method"]) if isinstance(u, Comparison)][-1]
+    assert table.cell("s2orc", "method").supported and table.cell("s2orc", "method").unsure == []
+
+
 def test_a_paper_that_does_not_state_an_aspect_says_so(copilot: Copilot) -> None:
     table = [u for u in copilot.compare("local", ["specter", "s2orc"], ["licence"]) if isinstance(u, Comparison)][-1]
     for paper in ("specter", "s2orc"):

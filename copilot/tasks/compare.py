@@ -23,6 +23,7 @@ from copilot import grounding, prompts
 from copilot.answering import source_heads, source_texts, stream_until_repeating, supporting_quotes
 from copilot.errors import UserError
 from copilot.llm import scheduling
+from copilot.llm.base import TokenTrace
 from copilot.tasks.writing.bibtex import bibtex_entries
 from copilot.tasks.writing.citations import citation_from_paper
 from copilot.tasks.writing.model import Citation
@@ -158,8 +159,12 @@ class Comparison:
                     continue
                 where = f"{p.title or p.paper_id}, p. {c.evidence[0].page}" if c.evidence else p.title or p.paper_id
                 quote = f"> {c.evidence[0].quote} ({where})" if c.evidence else "> no supporting sentence found"
-                unstated = ", ".join(c.missing) or "its wording"
-                flag = "" if c.supported else f" ⚠️ not supported by the paper: {unstated}"
+                if c.supported:
+                    flag = ""
+                elif c.unsure and not c.missing:
+                    flag = f" ⚠️ the model was not sure of {', '.join(c.unsure)}: check it against the quote"
+                else:
+                    flag = f" ⚠️ not supported by the paper: {', '.join(c.missing) or 'its wording'}"
                 quotes.append(f"- **{esc(p.title or p.paper_id)} · {esc(a)}**: {c.text}{flag}\n  {quote}")
         cost = f"\n\n*{self.llm_calls} LLM call(s), {self.seconds:.1f} s{f', {self.model}' if self.model else ''}.*"
         return "\n".join(lines) + ("\n\n**Evidence**\n\n" + "\n".join(quotes) if quotes else "") + cost
@@ -219,8 +224,10 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
     messages = [{"role": "system", "content": prompts.COMPARE_SYSTEM}, *prompts.COMPARE_SHOT,
                 {"role": "user", "content": prompts.compare_user(aspect, spec.question, source_texts(items))}]
     reply = ""
+    floor = settings.fact_min_probability
+    trace = TokenTrace(most=CELL_MAX_TOKENS)
     for reply in stream_until_repeating(copilot.llm, messages, max_tokens=CELL_MAX_TOKENS,
-                                        temperature=settings.temperature):
+                                        temperature=settings.temperature, trace=trace if floor > 0 else None):
         pass
     text = _one_phrase(reply, aspect)
     if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text) or _echoes(text):
@@ -231,8 +238,12 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
     if needs and not any(needs & grounding.terms(q.quote) for q in evidence):
         return blank(1)  # what it wrote does not rest on a passage about the aspect
     missing = sorted({m for s in checked.sentences for m in s.missing})
-    return ComparisonCell(paper.id, aspect, grounding.strip_citations(text), True, supported=checked.grounded,
-                          evidence=evidence, missing=missing, llm_calls=1, seconds=time.perf_counter() - start)
+    # A fact the model wrote unsure (a guess, or a number read from the wrong row) marks the cell, as it declines
+    # an answer (copilot.answering.unsure_reason); the cell keeps its evidence for the reader to judge.
+    unsure = [fact for fact, _ in grounding.unsure_facts(text, trace.tokens, floor, spec.question)]
+    return ComparisonCell(paper.id, aspect, grounding.strip_citations(text), True,
+                          supported=checked.grounded and not unsure, evidence=evidence, missing=missing,
+                          unsure=unsure, llm_calls=1, seconds=time.perf_counter() - start)
 
 
 def _abstract_first(copilot: Copilot, paper: Paper, items: list[RetrievedItem], budget: int) -> list[RetrievedItem]:

@@ -231,6 +231,11 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
     return ""
 
 
+def plain_facts(facts: list[str]) -> str:
+    """Facts as the model wrote them, for a notice in Markdown: plain text only, at most three of 40 characters."""
+    return " and ".join(re.sub(r"[\[\]()<>!*_`#|\\]", "", raw)[:40] for raw in facts[:3])
+
+
 def unsure_reason(answer: str, trace: TokenTrace, floor: float, question: str) -> str:
     """Why a short answer that states a fact is declined although its sources state its facts: the model wrote one
     of them with a probability below ``floor`` (:func:`copilot.grounding.unsure_facts`), as a guess or a number read
@@ -242,8 +247,7 @@ def unsure_reason(answer: str, trace: TokenTrace, floor: float, question: str) -
     unsure = grounding.unsure_facts(answer, trace.tokens, floor, question)
     if not unsure:
         return ""
-    # The facts as the model wrote them, shown in the decline's Markdown: plain text only, briefly.
-    facts = " and ".join(re.sub(r"[\[\]()<>!*_`#|\\]", "", raw)[:40] for raw, _ in unsure[:3])
+    facts = plain_facts([raw for raw, _ in unsure])
     chances = " and ".join(f"{p:.2f}" if p >= 0.01 else "under 0.01" for _, p in unsure[:3])
     many = "probabilities" if len(unsure[:3]) > 1 else "a probability"
     return (f"the model was not sure of {facts}, written with {many} of {chances}: a guess, or a fact read from the "

@@ -79,7 +79,8 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one remote LLM request, in seconds.")
     llm_slots: int = Field(4, ge=1, description="LLM calls sent to a remote endpoint at once (the embedded "
                            "model always runs one at a time); the rest wait in line, answers first.")
-    llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = every core this process may use.")
+    llm_threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = every core this process "
+                             "may use.")
     llm_context_tokens: int = Field(4096, ge=512, description="Context window of the local model.")
     max_answer_tokens: int | None = Field(
         None, ge=16, description="Cap on the length of one generated answer; empty: by backend "
@@ -320,15 +321,15 @@ def backend_of(url: str) -> str:
     return url.split("://", 1)[0].split("+", 1)[0] if url else "sqlite"
 
 
-@lru_cache(maxsize=1)
 def usable_cpus() -> int:
     """The CPUs this process may run on (a container's or a pinned process's share, not the whole machine's)."""
     try:
-        return len(os.sched_getaffinity(0)) or 1
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # no affinity on this platform
         return os.cpu_count() or 2
 
 
+@lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment."""
     return Settings()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from copilot.config import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_MAX_ANSWER_TOKENS, Settings, usable_cpus
+from copilot.config import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_MAX_ANSWER_TOKENS, Settings, get_settings, usable_cpus
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,3 +123,8 @@ def test_the_local_model_threads_default_to_the_cores_this_process_may_use() -> 
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "1"
     assert usable_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_the_process_wide_settings_are_read_once() -> None:
+    """What start-up applies to them (``apply_offline_defaults``) holds for every later reader in the process."""
+    assert get_settings() is get_settings()

@@ -466,7 +466,6 @@ def test_a_fact_the_model_wrote_unsure_is_declined(store: Store, embedder: Embed
         assert not result.declined, result.decline_reason
 
 
-
 def test_a_long_answer_is_not_read_for_unsure_facts(store: Store, embedder: Embedder) -> None:
     """Past the 100 tokens of a look-up's answer the trace stops (a long answer's story is not one fact), so the same
     unsure "37M" in a long answer is not declined for it, and its tokens are not read beyond the limit."""

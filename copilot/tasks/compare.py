@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from copilot import grounding, prompts
-from copilot.answering import source_heads, source_texts, stream_until_repeating, supporting_quotes
+from copilot.answering import (
+    plain_facts,
+    source_heads,
+    source_texts,
+    stream_until_repeating,
+    supporting_quotes,
+)
 from copilot.errors import UserError
 from copilot.llm import scheduling
 from copilot.llm.base import TokenTrace
@@ -162,7 +168,7 @@ class Comparison:
                 if c.supported:
                     flag = ""
                 elif c.unsure and not c.missing:
-                    flag = f" ⚠️ the model was not sure of {', '.join(c.unsure)}: check it against the quote"
+                    flag = f" ⚠️ the model was not sure of {plain_facts(c.unsure)}: check it against the quote"
                 else:
                     flag = f" ⚠️ not supported by the paper: {', '.join(c.missing) or 'its wording'}"
                 quotes.append(f"- **{esc(p.title or p.paper_id)} · {esc(a)}**: {c.text}{flag}\n  {quote}")

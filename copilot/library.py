@@ -12,10 +12,13 @@ shared by everyone, by arXiv id.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +37,30 @@ from ingest.models import PaperChunk, PaperMetadata, ParsedPaper, Progress, no_p
 log = logging.getLogger(__name__)
 
 LOCAL_USER = "local"
+
+# The papers parsed last in this process, by file hash and parse options: the same PDF added again (another user's
+# upload of it, a paper removed and put back, a Zotero item synced again) is not parsed again. A parse is a few
+# hundred kilobytes of text, so this holds a few megabytes.
+PARSES_KEPT = 16
+_parses: OrderedDict[tuple, ParsedPaper] = OrderedDict()
+_parses_lock = threading.Lock()
+
+
+def _parse(staged: Path, sha: str, name: str, settings: Settings) -> ParsedPaper:
+    """``parse_pdf`` of the staged file, or a copy of this process's last parse of the same bytes and options."""
+    from ingest.pdf import parse_pdf  # PyMuPDF takes most of a second to load; only an add needs it
+
+    key = (sha, name, settings.pdf_min_text_pages, settings.pdf_max_pages)
+    with _parses_lock:
+        if (kept := _parses.get(key)) is not None:
+            _parses.move_to_end(key)
+            return copy.deepcopy(kept)
+    parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages, max_pages=settings.pdf_max_pages)
+    with _parses_lock:
+        _parses[key] = copy.deepcopy(parsed)
+        while len(_parses) > PARSES_KEPT:
+            _parses.popitem(last=False)
+    return parsed
 
 
 @dataclass
@@ -193,14 +220,10 @@ class Library:
     def _add_parsed(self, staged: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
                     progress: Progress, *, name: str) -> AddResult:
         """Parse, chunk and embed the staged PDF, then store it; ``name`` is the file as the user knows it."""
-        from ingest.pdf import parse_pdf  # PyMuPDF takes most of a second to load; only an add needs it
-
         seconds: dict[str, float] = {}
         start = time.perf_counter()
         progress(0.1, "Parsing the PDF")
-        settings = self._settings or Settings.model_construct()
-        parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages,
-                           max_pages=settings.pdf_max_pages)
+        parsed = _parse(staged, sha, name, self._settings or Settings.model_construct())
         seconds["parse"] = time.perf_counter() - start
 
         start = time.perf_counter()

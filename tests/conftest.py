@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from copilot.config import DATA_ROOT, Settings
+
+if TYPE_CHECKING:
+    from ingest.models import ParsedPaper
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = DATA_ROOT
@@ -18,6 +22,15 @@ TEST_DATA = DATA_ROOT
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+@functools.cache
+def parsed_paper(path: Path) -> ParsedPaper:
+    """A test PDF parsed with the default options, once per session: the tests that only read a parse share it
+    (and must not change it)."""
+    from ingest.pdf import parse_pdf
+
+    return parse_pdf(path)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from copilot.embeddings import load_tokenizer
 from ingest.chunking import chunk_paper
 from ingest.pdf import parse_pdf
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, parsed_paper
 
 PAPERS = TEST_DATA / "papers"
 SPECTER = PAPERS / "2020.acl-main.207.pdf"
@@ -20,7 +20,7 @@ ODD = PAPERS / "odd" / "value-error-box-diff-page-3574574f60182fc886aa13ad9d9dd3
 
 @pytest.fixture(scope="module")
 def specter():  # noqa: ANN201 - a ParsedPaper
-    return parse_pdf(SPECTER)
+    return parsed_paper(SPECTER)
 
 
 def test_the_scattered_pieces_of_a_numbered_equation_are_joined_where_it_stands(specter) -> None:  # noqa: ANN001
@@ -32,7 +32,7 @@ def test_the_scattered_pieces_of_a_numbered_equation_are_joined_where_it_stands(
     assert "the L2 norm distance: d(PA, PB) = ∥vA −vB∥2, where vA is the vector" in specter
     assert "paper A (Equation 1).6 Starting" in specter  # the paper's own reference, left as it is
     # a fraction, row by row
-    assert "Stitle = 2 × J × C J + C (Equation 1) where the Jaccard index" in parse_pdf(S2ORC).text
+    assert "Stitle = 2 × J × C J + C (Equation 1) where the Jaccard index" in parsed_paper(S2ORC).text
 
 
 def test_a_wrapped_number_and_a_two_row_equation_are_read_in_order() -> None:

@@ -14,7 +14,7 @@ from copilot.embeddings import load_tokenizer
 from copilot.errors import NotFound, UserError
 from copilot.passages import chunk_words, locate, norm, page_words, render_passage
 from ingest.chunking import ChunkingOptions, chunk_paper
-from ingest.pdf import parse_pdf
+from tests.conftest import parsed_paper
 from tests.library_support import make_copilot
 from tests.scripted_llm import ScriptedLLM
 from tests.ui_harness import TEST_PAPERS
@@ -26,7 +26,7 @@ PAPERS = ["2020.acl-main.207", "2020.acl-main.447", "2023.eacl-main.121", "N18-3
 def chunked() -> dict[str, list]:
     """Each shared paper's chunks as the library cuts them (the embedder's tokenizer, default options)."""
     tokenizer = load_tokenizer()
-    return {name: chunk_paper(name, parse_pdf(TEST_PAPERS / f"{name}.pdf"), tokenizer, ChunkingOptions())
+    return {name: chunk_paper(name, parsed_paper(TEST_PAPERS / f"{name}.pdf"), tokenizer, ChunkingOptions())
             for name in PAPERS}
 
 

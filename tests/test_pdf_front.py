@@ -7,7 +7,7 @@ import pytest
 
 from ingest.pdf import parse_pdf
 from ingest.pdf.front import authors_from_first_page, authors_from_metadata, year_of
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, parsed_paper
 
 PAPERS = TEST_DATA / "papers"
 
@@ -23,7 +23,7 @@ EXPECTED = [
 
 @pytest.mark.parametrize(("name", "year", "count", "first", "last"), EXPECTED)
 def test_the_shared_papers_authors_and_year(name: str, year: str, count: int, first: str, last: str) -> None:
-    parsed = parse_pdf(PAPERS / f"{name}.pdf")
+    parsed = parsed_paper(PAPERS / f"{name}.pdf")
     assert parsed.year == year
     assert len(parsed.authors) == count and parsed.authors[0] == first and parsed.authors[-1] == last
 

@@ -17,7 +17,7 @@ from ingest.models import ParsedPaper
 from ingest.pdf import UNTITLED_SECTION, parse_pdf
 from ingest.references import RefLine, split_references
 from ingest.sections import HeadingDetector, normalise_heading, plausible_successor
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, parsed_paper
 
 PAPERS = TEST_DATA / "papers"
 WITH_S2ORC = ["N18-3011", "2020.acl-main.207"]
@@ -34,7 +34,7 @@ TITLES = {
 
 @functools.cache
 def parsed(name: str) -> ParsedPaper:
-    return parse_pdf(PAPERS / f"{name}.pdf")
+    return parsed_paper(PAPERS / f"{name}.pdf")
 
 
 @functools.cache

@@ -13,14 +13,14 @@ from copilot.evidence import chunk_sentences, row_sentence
 from ingest.chunking import chunk_paper
 from ingest.pdf import parse_pdf
 from ingest.pdf.tables import _split_tall_row, table_sources
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, parsed_paper
 
 SCIBERT = TEST_DATA / "papers" / "more" / "D19-1371.scibert-table-page.pdf"
 
 
 @pytest.fixture(scope="module")
 def scibert():  # noqa: ANN201 - a ParsedPaper
-    return parse_pdf(SCIBERT)
+    return parsed_paper(SCIBERT)
 
 
 def test_every_row_of_the_scibert_results_table_is_a_source_under_its_caption_and_header(

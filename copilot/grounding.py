@@ -25,14 +25,16 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from nltk.stem import PorterStemmer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from copilot.embeddings import Embedder
 from copilot.types import Grounding, GroundingEvidence, RetrievedItem, SentenceSupport
+
+if TYPE_CHECKING:
+    from nltk.stem import PorterStemmer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 # The support curve P(supported | cosine, term coverage), fitted on ScholarQA-Multi expert answers against their
 # own snippets and against another question's (``python -m copilot.tools.calibration grounding`` prints them).
@@ -53,8 +55,12 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _TERM = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_][\w]*(?:[-'][^\W_]+)*")
 
 
+# nltk and scikit-learn take over a second to import: loaded on the first check (the app loads them with its models,
+# load_readers), so a command that checks nothing starts without them.
 @lru_cache(maxsize=1)
 def _splitter() -> PunktSentenceTokenizer:
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     parameters = PunktParameters()
     parameters.abbrev_types = set(_ABBREVIATIONS)
     return PunktSentenceTokenizer(parameters)
@@ -62,7 +68,21 @@ def _splitter() -> PunktSentenceTokenizer:
 
 @lru_cache(maxsize=1)
 def _stemmer() -> PorterStemmer:
+    from nltk.stem import PorterStemmer
+
     return PorterStemmer()
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return ENGLISH_STOP_WORDS
+
+
+def load_readers() -> None:
+    """Load the sentence splitter, the stemmer and the stop words now rather than on the first check."""
+    _splitter(), _stemmer(), _stop_words()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -106,12 +126,12 @@ def strip_citations(text: str) -> str:
 def terms(text: str) -> set[str]:
     """The content terms of ``text``: numbers as written, other words lower-cased and stemmed, stop words and
     single letters left out."""
-    stem = _stemmer().stem
+    stem, stop_words = _stemmer().stem, _stop_words()
     out = set()
     for token in _TERM.findall(text.lower()):
         if token[0].isdigit():
             out.add(token.rstrip("%").replace(",", ""))
-        elif len(token) > 1 and token not in ENGLISH_STOP_WORDS:
+        elif len(token) > 1 and token not in stop_words:
             out.add(stem(token))
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from copilot.config import Settings, get_settings
+from copilot.grounding import load_readers
 from copilot.llm.embedded import title_of
 from copilot.ui import agent_tools, chat_tab, dashboard_tab, ideas_tab, library_tab, profile_tab, write_tab
 from copilot.ui.actions import action
@@ -59,6 +60,7 @@ def _warm_up(services: Services) -> None:
     """Load the models in the background so the first question does not wait for them."""
     try:
         services.library  # noqa: B018 - loads the engine (store, embedder, LLM) and the library
+        load_readers()  # the answer check's sentence splitter and stemmer
     except Exception:  # noqa: BLE001 - reported to the user on their first action
         pass
 

@@ -7,9 +7,7 @@ learned association score is applied to a query's plain vector by
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -22,11 +20,6 @@ from copilot.errors import ComponentError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-
-# Stored texts' vectors are kept for reuse up to this many bytes (about 21,800 vectors of all-MiniLM-L6-v2): a
-# paper added again (another user's upload of the same file, a Zotero item synced again, a removed paper put back)
-# or a source sentence checked in a second answer is not encoded again.
-REMEMBERED_VECTORS_BYTES = 32 * 2**20
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to length one (zero rows stay zero): cosines become dot products."""
@@ -68,8 +61,6 @@ class Embedder:
         if not dim:
             raise EmbeddingError(f"The embedding model at {path} does not report its dimension.")
         self.dimension = int(dim)
-        self._remembered: OrderedDict[bytes, np.ndarray] = OrderedDict()  # by text digest, least recent first
-        self._remember_at_most = max(1, REMEMBERED_VECTORS_BYTES // (4 * self.dimension))
 
     @property
     def tokenizer(self) -> PreTrainedTokenizerBase:
@@ -81,34 +72,17 @@ class Embedder:
         return int(self._model.max_seq_length)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors (float32, shape ``(n, dim)``) for stored items; a text encoded recently is not encoded
-        again (the vectors of the last :data:`REMEMBERED_VECTORS_BYTES` are kept), nor is a repeat within ``texts``."""
+        """Unit vectors (float32, shape ``(n, dim)``) for stored items."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
         with self._lock:
-            known = {k: v for k in set(keys) if (v := self._remembered.get(k)) is not None}
-            todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
-            if todo:  # each row copied, so a forgotten row frees its memory whatever batch it came in
-                known.update((k, row.copy()) for k, row in zip(todo, self._encode(list(todo.values())), strict=True))
-            for k in keys:
-                if k in self._remembered:
-                    self._remembered.move_to_end(k)
-                else:
-                    self._remembered[k] = known[k]
-            while len(self._remembered) > self._remember_at_most:
-                self._remembered.popitem(last=False)
-        return np.stack([known[k] for k in keys])
-
-    def forget(self) -> None:
-        """Drop the remembered vectors (a benchmark that times encoding repeats it on the same texts)."""
-        with self._lock:
-            self._remembered.clear()
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        """The model's unit vectors for ``texts``, nothing remembered; call with the lock held."""
-        vectors = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def encode_tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -142,12 +116,8 @@ class Embedder:
         return [text[spans[j][0]:spans[min(j + limit, len(spans)) - 1][1]] for j in range(0, len(spans), limit)]
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors for queries (the plain encoder; see :mod:`copilot.association` for the combined score).
-        Queries are encoded each time: a question is rarely asked twice, and its encoding time is measured."""
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            return self._encode(list(texts))
+        """Unit vectors for queries (the plain encoder; see :mod:`copilot.association` for the combined score)."""
+        return self.encode_documents(texts)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, shape ``(dim,)``."""

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from copilot import embeddings
 from copilot.config import Settings
 from copilot.embeddings import Embedder
@@ -38,29 +40,38 @@ log = logging.getLogger(__name__)
 
 LOCAL_USER = "local"
 
-# The papers parsed last in this process, by file hash and parse options: the same PDF added again (another user's
-# upload of it, a paper removed and put back, a Zotero item synced again) is not parsed again. A parse is a few
-# hundred kilobytes of text, so this holds a few megabytes.
-PARSES_KEPT = 16
-_parses: OrderedDict[tuple, ParsedPaper] = OrderedDict()
-_parses_lock = threading.Lock()
+# The last papers added in this process, parsed, chunked and embedded, by owner and file: the same PDF added again
+# (a paper removed and put back, a Zotero item synced again) is neither parsed nor embedded again. Uploads are kept
+# per owner, so how long an add takes tells nobody what another user added; arXiv papers are public and kept for
+# everyone. One entry is a paper's text and its chunks' vectors: about a megabyte.
+ADDS_KEPT = 16
 
 
-def _parse(staged: Path, sha: str, name: str, settings: Settings) -> ParsedPaper:
-    """``parse_pdf`` of the staged file, or a copy of this process's last parse of the same bytes and options."""
-    from ingest.pdf import parse_pdf  # PyMuPDF takes most of a second to load; only an add needs it
+@dataclass(frozen=True)
+class _Kept:
+    parsed: ParsedPaper
+    texts: tuple[str, ...]  # what was embedded, chunk by chunk
+    vectors: np.ndarray
+    embedder: object  # the embedder that made them (held, so its identity stays its own)
 
-    key = (sha, name, settings.pdf_min_text_pages, settings.pdf_max_pages)
-    with _parses_lock:
-        if (kept := _parses.get(key)) is not None:
-            _parses.move_to_end(key)
-            return copy.deepcopy(kept)
-    parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages, max_pages=settings.pdf_max_pages)
-    with _parses_lock:
-        _parses[key] = copy.deepcopy(parsed)
-        while len(_parses) > PARSES_KEPT:
-            _parses.popitem(last=False)
-    return parsed
+
+_kept: OrderedDict[tuple, _Kept] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def _recall(key: tuple) -> _Kept | None:
+    with _kept_lock:
+        if (kept := _kept.get(key)) is not None:
+            _kept.move_to_end(key)
+        return kept
+
+
+def _keep(key: tuple, kept: _Kept) -> None:
+    with _kept_lock:
+        _kept[key] = kept
+        _kept.move_to_end(key)
+        while len(_kept) > ADDS_KEPT:
+            _kept.popitem(last=False)
 
 
 @dataclass
@@ -220,10 +231,19 @@ class Library:
     def _add_parsed(self, staged: Path, sha: str, paper_id: str, metadata: PaperMetadata | None, user_id: str,
                     progress: Progress, *, name: str) -> AddResult:
         """Parse, chunk and embed the staged PDF, then store it; ``name`` is the file as the user knows it."""
+        from ingest.pdf import parse_pdf  # PyMuPDF takes most of a second to load; only an add needs it
+
         seconds: dict[str, float] = {}
         start = time.perf_counter()
         progress(0.1, "Parsing the PDF")
-        parsed = _parse(staged, sha, name, self._settings or Settings.model_construct())
+        settings = self._settings or Settings.model_construct()
+        key = ("" if metadata else user_id, sha, name, settings.pdf_min_text_pages, settings.pdf_max_pages)
+        kept = _recall(key)
+        if kept is not None:
+            parsed = copy.deepcopy(kept.parsed)
+        else:
+            parsed = parse_pdf(staged, name=name, min_text_pages=settings.pdf_min_text_pages,
+                               max_pages=settings.pdf_max_pages)
         seconds["parse"] = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -235,7 +255,12 @@ class Library:
 
         start = time.perf_counter()
         progress(0.5, f"Embedding {len(chunks)} chunks")
-        vectors = self.embedder.encode_documents([f"{c.section}. {c.text}" for c in chunks])
+        texts = tuple(f"{c.section}. {c.text}" for c in chunks)
+        if kept is not None and kept.embedder is self.embedder and kept.texts == texts:
+            vectors = kept.vectors.copy()
+        else:
+            kept = None
+            vectors = self.embedder.encode_documents(list(texts))
         seconds["embed"] = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -253,6 +278,7 @@ class Library:
                 self._discard_unused(sha)
             raise
         seconds["store"] = time.perf_counter() - start
+        _keep(key, kept or _Kept(copy.deepcopy(parsed), texts, vectors.copy(), self.embedder))
         if self.on_added is not None:
             try:
                 self.on_added(paper_id)

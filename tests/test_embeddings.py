@@ -35,31 +35,8 @@ def test_similar_texts_are_closer(embedder: Embedder) -> None:
 def test_batching_does_not_change_results(embedder: Embedder) -> None:
     texts = [f"sentence number {i} about retrieval" for i in range(40)]
     whole = embedder.encode_documents(texts)
-    embedder.forget()  # encoded anew, alone, not the vector remembered from the batch
     one = embedder.encode_documents(texts[7:8])
     assert np.allclose(whole[7], one[0], atol=1e-5)
-
-
-def test_a_text_encoded_recently_is_not_encoded_again(embedder: Embedder, monkeypatch) -> None:  # noqa: ANN001
-    """Re-adding a paper reuses its chunks' vectors; the memory is bounded and a caller's copy is its own."""
-    encoded: list[str] = []
-    real = embedder._encode
-    monkeypatch.setattr(embedder, "_encode", lambda texts: encoded.extend(texts) or real(texts))
-    embedder.forget()
-    texts = ["sparse retrieval with BM25", "dense retrieval with a bi-encoder", "sparse retrieval with BM25"]
-    first = embedder.encode_documents(texts)
-    assert encoded == texts[:2], "a text repeated within one call is encoded once"
-    assert np.array_equal(first[0], first[2])
-    first[1] = 0.0  # the caller's array is its own
-    again = embedder.encode_documents(["dense retrieval with a bi-encoder", "a third text"])
-    assert encoded == [*texts[:2], "a third text"], "only the new text is encoded"
-    assert np.allclose(np.linalg.norm(again, axis=1), 1.0, atol=1e-4)
-    monkeypatch.setattr(embedder, "_remember_at_most", 2)
-    embedder.encode_documents(["one more"])  # three remembered at most two: the least recent goes
-    embedder.encode_documents(["sparse retrieval with BM25"])
-    assert encoded[-1] == "sparse retrieval with BM25"
-    embedder.encode_query("a third text")
-    assert encoded[-1] == "a third text", "queries are encoded each time"
 
 
 def test_token_vectors_cover_texts_longer_than_the_model_reads(embedder: Embedder) -> None:

@@ -91,6 +91,44 @@ def test_list_show_remove(library: Library) -> None:
         library.show(added.paper_id)
 
 
+def test_a_paper_added_again_by_its_owner_is_not_parsed_or_embedded_again(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removed and put back by its owner: the last parse and vectors are reused and the paper is the same. Another
+    user's upload of the same file is parsed and embedded for that user, so the time an add takes tells nothing
+    about what others added."""
+    import ingest.pdf
+
+    from tests.library_support import HashEmbedder
+
+    parses, embedded = [], []
+    real_parse = ingest.pdf.parse_pdf
+    monkeypatch.setattr(ingest.pdf, "parse_pdf", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
+    embedder = HashEmbedder()
+    real_encode = embedder.encode_documents
+    monkeypatch.setattr(embedder, "encode_documents", lambda texts: embedded.append(len(texts)) or real_encode(texts))
+    library = Library.open(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    pdf = tmp_path / "copy of the SPECTER paper.pdf"  # bytes no other test adds under this name
+    shutil.copy(PAPERS / "2020.acl-main.207.pdf", pdf)
+
+    first = library.add_pdf(pdf, user_id="ada")
+    chunks = [(c.section, c.text, c.page_start, c.char_start) for c in library.chunks(first.paper_id)]
+    vectors = library.store.chunks.vectors([c.id for c in library.chunks(first.paper_id)])
+    sections = library.show(first.paper_id).sections
+    assert len(parses) == 1 and embedded == [first.n_chunks]
+    library.remove(first.paper_id, user_id="ada")
+    again = library.add_pdf(pdf, user_id="ada")
+    assert again.added and again.paper_id == first.paper_id and again.n_chunks == first.n_chunks
+    assert len(parses) == 1 and embedded == [first.n_chunks], "neither parsed nor embedded again"
+    assert [(c.section, c.text, c.page_start, c.char_start) for c in library.chunks(again.paper_id)] == chunks
+    assert np.array_equal(library.store.chunks.vectors([c.id for c in library.chunks(again.paper_id)]), vectors)
+    assert library.show(again.paper_id).sections == sections
+
+    other = library.add_pdf(pdf, user_id="bob")
+    assert other.added and other.paper_id != first.paper_id
+    assert len(parses) == 2 and embedded == [first.n_chunks, first.n_chunks], "another owner's add is its own"
+    library.store.close()
+
+
 def bad_pdfs(tmp_path: Path) -> dict[str, Path]:
     truncated = tmp_path / "truncated.pdf"
     truncated.write_bytes(LITGRAPH.read_bytes()[:4000])

@@ -278,7 +278,7 @@ class Library:
                 self._discard_unused(sha)
             raise
         seconds["store"] = time.perf_counter() - start
-        _keep(key, kept or _Kept(copy.deepcopy(parsed), texts, vectors.copy(), self.embedder))
+        _keep(key, kept or _Kept(parsed, texts, vectors, self.embedder))  # not used here again: kept as they are
         if self.on_added is not None:
             try:
                 self.on_added(paper_id)

@@ -231,9 +231,9 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
                 {"role": "user", "content": prompts.compare_user(aspect, spec.question, source_texts(items))}]
     reply = ""
     floor = settings.fact_min_probability
-    trace = TokenTrace(most=CELL_MAX_TOKENS)
+    trace = TokenTrace(most=CELL_MAX_TOKENS) if floor > 0 else None  # read only when the rule is on
     for reply in stream_until_repeating(copilot.llm, messages, max_tokens=CELL_MAX_TOKENS,
-                                        temperature=settings.temperature, trace=trace if floor > 0 else None):
+                                        temperature=settings.temperature, trace=trace):
         pass
     text = _one_phrase(reply, aspect)
     if not text or _NOT_STATED.match(grounding.strip_citations(text)) or REFUSAL.search(text) or _echoes(text):
@@ -246,7 +246,7 @@ def fill_cell(copilot: Copilot, paper: Paper, aspect: str, *, user_id: str) -> C
     missing = sorted({m for s in checked.sentences for m in s.missing})
     # A fact the model wrote unsure (a guess, or a number read from the wrong row) marks the cell, as it declines
     # an answer (copilot.answering.unsure_reason); the cell keeps its evidence for the reader to judge.
-    unsure = [fact for fact, _ in grounding.unsure_facts(text, trace.tokens, floor, spec.question)]
+    unsure = [fact for fact, _ in grounding.unsure_facts(text, trace.tokens, floor, spec.question)] if trace else []
     return ComparisonCell(paper.id, aspect, grounding.strip_citations(text), True,
                           supported=checked.grounded and not unsure, evidence=evidence, missing=missing,
                           unsure=unsure, llm_calls=1, seconds=time.perf_counter() - start)

@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# A portable llama.cpp build: a native one uses CPU instructions some machines advertise but cannot run.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# A portable llama.cpp build: a native one uses CPU instructions some machines advertise but cannot run. Without the
+# multimodal library (LLAVA_BUILD), which nothing here loads.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
@@ -89,7 +90,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
-	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 10 minutes on 2 cores)"
+	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 4 minutes on 2 cores)"
 	$(PIP) install -r requirements.txt
 	$(PY) -m copilot.llm.embedded
 	touch $@

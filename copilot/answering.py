@@ -166,10 +166,18 @@ def names_its_row(sentence: str, quote: str, question: str) -> bool:
     return bool(said & grounding.terms(question) & grounding.terms(quote))
 
 
+# What a small model says of its sources rather than of the papers ("According to the information provided in sources
+# [1] and [2], …"): no part of an answer.
+_ABOUT_SOURCES = ("according to the information provided in the sources, based on the given context and passages, "
+                  "we can conclude that it is stated or mentioned")
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
-    """Does ``answer`` only repeat the question's own words ("SPECTER is implemented in [1].")?"""
+    """Does ``answer`` only repeat the question's own words ("SPECTER is implemented in [1].", "According to the
+    information provided in sources [1] and [2], BERT-Base gets on NCBI-disease when it is fine-tuned.")? Words that
+    only speak of the sources, and stop words once stemmed ("gets" for the question's "get"), say nothing."""
     said = grounding.terms(grounding.strip_citations(answer))
-    return not (said - grounding.terms(question))
+    return not (said - grounding.terms(question) - grounding.terms(_ABOUT_SOURCES) - grounding.stop_words())
 
 
 def _squash(text: str) -> str:
@@ -188,7 +196,8 @@ def unaddressed(question: str, answer: str, quotes: list[str], subjects: list[st
 
 
 # A question that asks for a count, an amount or a score ("How many …", "What F1 does … reach", "What percentage of
-# …", "What does X score on …"): its answer must state one.
+# …", "What does X score on …", "What does X get on …", "What R@3 does X reach", "How well does X do …", "How large
+# is …", "Which result is reported for …"): its answer must state one.
 _QUANTITY_NOUNS = (r"(?:percentage|percent|fraction|proportion|number|amount|count|ratio|size|rate|score|f1|"
                    r"accuracy|precision|recall|auc|bleu|rouge|ndcg|perplexity|average|median|total)s?")
 _ASKS_QUANTITY = re.compile(
@@ -196,7 +205,13 @@ _ASKS_QUANTITY = re.compile(
     r"|\bwhat(?:'s|’s)?\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?"
     r"(?:(?!(?:does|do|did|is|was|are|were)\b)[\w-]+\s+){0,3}?" + _QUANTITY_NOUNS
     + r"\s+(?:of|on|for|in|at|does|did|do|is|was|are|were|has|have|had|can|could|would|will)\b"
-    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+score\s+(?:on|in|for|at|against|with)\b", re.IGNORECASE)
+    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+(?:score|get|reach|achieve|obtain|attain)\s+"
+    r"(?:on|in|for|at|against|with)\b"
+    r"|\bwhat\s+(?-i:[a-z]*[@\d][\w@.-]*|[A-Z][A-Z\d@.-]+)\s+(?:does|did|do)\s+[^?]{1,60}?\s+"
+    r"(?:reach|achieve|score|attain)\b"  # a metric by its name: "What R@3 does X reach", "What MAP …"
+    r"|\bhow\s+(?:well|accurate(?:ly)?|fast|large|big|long|high|low)\b"
+    r"|\b(?:which|what)\s+(?:[\w-]+\s+){0,3}?results?\s+(?:(?:is|are|was|were)\s+)?(?:reported|listed|given|shown)\b",
+    re.IGNORECASE)
 
 
 def asks_for_quantity(question: str) -> bool:

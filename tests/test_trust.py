@@ -237,6 +237,21 @@ def test_the_model_saying_the_sources_do_not_say_is_a_decline(store: Store, embe
     assert result.declined and result.as_dict()["declined"] is True
 
 
+def test_an_answer_that_only_restates_the_question_about_its_sources_is_a_decline(store: Store, embedder: Embedder
+                                                                                   ) -> None:
+    from copilot.answering import says_nothing_new
+
+    question = "What does BERT-Base get on NCBI-disease when it is fine-tuned?"
+    assert says_nothing_new("According to the information provided in sources [1] and [2], BERT-Base gets on "
+                            "NCBI-disease when it is fine-tuned.", question)
+    assert not says_nothing_new("According to [1], BERT-Base gets 86.88 on NCBI-disease when fine-tuned.", question)
+    assert not says_nothing_new("Based on the sources, it uses the AllenNLP framework [1].", "Which framework?")
+    llm = ScriptedLLM(answers=["Based on the information provided in the sources, XAI stands for XAI [1]."])
+    copilot = Copilot(settings(), store, embedder, llm)
+    result = copilot.ask("What does XAI stand for?", user_id="ada", paper_ids=["xai"])
+    assert result.declined and result.decline_reason == "the model found no answer in the sources"
+
+
 def test_a_question_nothing_bears_on_is_declined_without_asking_the_model(store: Store, embedder: Embedder) -> None:
     llm = ScriptedLLM(answers=["Paris is the capital of France."])
     copilot = Copilot(settings(min_bearing=0.6), store, embedder, llm)
@@ -405,9 +420,16 @@ def test_a_question_for_a_number_answered_without_one_is_declined(store: Store, 
     assert asks_for_quantity("How many XAI methods exist?") and asks_for_quantity("What F1 does SciBERT reach on X?")
     assert asks_for_quantity("What does SciBERT score on the SciERC NER task?")
     assert asks_for_quantity("What is the accuracy of the classifier?")
+    for question in ("What does BERT-Base get on NCBI-disease when fine-tuned?", "How well does frozen SciBERT do?",
+                     "How large was the held-out set?", "Which ChemProt result is reported for BioBERT?",
+                     "What is the state-of-the-art result listed for EBM-NLP?", "How accurate were the annotators?",
+                     "What R@3 does SuperPAL reach?", "What MAP does SPECTER reach on co-view?"):
+        assert asks_for_quantity(question), question
     for question in ("What does nDCG stand for?", "Which tool did they use?", "What does RLHF mean in this paper?",
                      "What does the F1 score measure?", "What does the F1 score of a tagger mean?",
-                     "What do they share in common?"):
+                     "What do they share in common?", "What does the model get as input?", "How does BM25 work?",
+                     "What do they get when they combine both?", "Which results are discussed?",
+                     "What conclusion does the paper reach?", "Which dataset does the model reach its best score on?"):
         assert not asks_for_quantity(question), question
     llm = ScriptedLLM(answers=["Several XAI methods exist for deep learning models [1].",
                                "Explainable artificial intelligence (XAI) addresses the lack of interpretability [1]."])

@@ -90,7 +90,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
-	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 4 minutes on 2 cores)"
+	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 3 minutes on 2 cores)"
 	$(PIP) install -r requirements.txt
 	$(PY) -m copilot.llm.embedded
 	touch $@

@@ -166,18 +166,20 @@ def names_its_row(sentence: str, quote: str, question: str) -> bool:
     return bool(said & grounding.terms(question) & grounding.terms(quote))
 
 
-# What a small model says of its sources rather than of the papers ("According to the information provided in sources
-# [1] and [2], …"): no part of an answer.
-_ABOUT_SOURCES = ("according to the information provided in the sources, based on the given context and passages, "
-                  "we can conclude that it is stated or mentioned")
+# What a small model says of its sources before it answers: "According to the information provided in sources [1]
+# and [2], …", "Based on the information provided in the sources, we can conclude that …". No part of an answer.
+_ABOUT_SOURCES = re.compile(
+    r"^\s*(?:according\s+to|based\s+on)\b(?=[^,]*(?:\b(?:information|sources?|passages?|context|provided|given)\b"
+    r"|\[\d+\]))[^,]{0,100},\s*(?:(?:we|it)\s+can\s+(?:be\s+)?(?:conclude[d]?|seen|said)\s+that\s+)?", re.IGNORECASE)
 
 
 def says_nothing_new(answer: str, question: str) -> bool:
     """Does ``answer`` only repeat the question's own words ("SPECTER is implemented in [1].", "According to the
-    information provided in sources [1] and [2], BERT-Base gets on NCBI-disease when it is fine-tuned.")? Words that
-    only speak of the sources, and stop words once stemmed ("gets" for the question's "get"), say nothing."""
-    said = grounding.terms(grounding.strip_citations(answer))
-    return not (said - grounding.terms(question) - grounding.terms(_ABOUT_SOURCES) - grounding.stop_words())
+    information provided in sources [1] and [2], BERT-Base gets on NCBI-disease when it is fine-tuned.")? What it
+    says of its sources first is left out, and the question's words count with their stop words ("gets" repeats
+    "get")."""
+    said = grounding.terms(grounding.strip_citations(_ABOUT_SOURCES.sub("", answer, count=1)))
+    return not (said - grounding.stems(question))
 
 
 def _squash(text: str) -> str:
@@ -205,12 +207,17 @@ _ASKS_QUANTITY = re.compile(
     r"|\bwhat(?:'s|’s)?\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?"
     r"(?:(?!(?:does|do|did|is|was|are|were)\b)[\w-]+\s+){0,3}?" + _QUANTITY_NOUNS
     + r"\s+(?:of|on|for|in|at|does|did|do|is|was|are|were|has|have|had|can|could|would|will)\b"
-    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+(?:score|get|reach|achieve|obtain|attain)\s+"
-    r"(?:on|in|for|at|against|with)\b"
-    r"|\bwhat\s+(?-i:[a-z]*[@\d][\w@.-]*|[A-Z][A-Z\d@.-]+)\s+(?:does|did|do)\s+[^?]{1,60}?\s+"
-    r"(?:reach|achieve|score|attain)\b"  # a metric by its name: "What R@3 does X reach", "What MAP …"
-    r"|\bhow\s+(?:well|accurate(?:ly)?|fast|large|big|long|high|low)\b"
-    r"|\b(?:which|what)\s+(?:[\w-]+\s+){0,3}?results?\s+(?:(?:is|are|was|were)\s+)?(?:reported|listed|given|shown)\b",
+    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+score\s+(?:on|in|for|at|against|with)\b"
+    # "What does BERT get on NCBI-disease": on a named dataset or task, not "in this work" or "at each step"
+    r"|\bwhat\s+(?:does|did|do)\s+[^?]{1,60}?\s+(?:get|reach|achieve|obtain|attain)\s+(?:on|in|for|at|against|with)"
+    r"\s+(?:the\s+)?(?-i:[A-Z\d])"
+    # a metric by its name: "What R@3 does X reach", "What mAP …", "What BLEU-4 …" (not "What GNN does X use to …")
+    r"|\bwhat\s+(?-i:[A-Za-z]{0,3}[@\d][\w@.-]*|[a-z]{0,3}[A-Z]{2,}[\w@.-]*|[A-Z][A-Z\d@.-]+)\s+(?:does|did|do)\s+"
+    r"(?:(?!\b(?:use[sd]?|to)\b)[^?]){1,60}?\s+(?:reach|achieve|score|attain)\b"
+    r"|\bhow\s+(?:well|accurate(?:ly)?|fast|large|big|long|high|low)\s+"  # not "how large language models"
+    r"(?:is|was|are|were|does|did|do|can|could|would|will|has|have|had)\b"
+    r"|\b(?:which|what)\s+(?:[\w-]+\s+){0,3}?results?\s+(?:(?:is|are|was|were)\s+)?(?:reported|listed|given|shown)"
+    r"\s+(?:for|on)\s+(?:the\s+)?(?-i:[A-Z\d])",  # "… reported for BioBERT", not "… shown in Figure 4"
     re.IGNORECASE)
 
 

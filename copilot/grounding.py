@@ -74,8 +74,7 @@ def _stemmer() -> PorterStemmer:
 
 
 @lru_cache(maxsize=1)
-def stop_words() -> frozenset[str]:
-    """English stop words (scikit-learn's list), which no term of :func:`terms` is."""
+def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return ENGLISH_STOP_WORDS
@@ -83,7 +82,7 @@ def stop_words() -> frozenset[str]:
 
 def load_readers() -> None:
     """Load the sentence splitter, the stemmer and the stop words now rather than on the first check."""
-    _splitter(), _stemmer(), stop_words()
+    _splitter(), _stemmer(), _stop_words()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -127,14 +126,21 @@ def strip_citations(text: str) -> str:
 def terms(text: str) -> set[str]:
     """The content terms of ``text``: numbers as written, other words lower-cased and stemmed, stop words and
     single letters left out."""
-    stem, stopped = _stemmer().stem, stop_words()
+    stem, stop_words = _stemmer().stem, _stop_words()
     out = set()
     for token in _TERM.findall(text.lower()):
         if token[0].isdigit():
             out.add(token.rstrip("%").replace(",", ""))
-        elif len(token) > 1 and token not in stopped:
+        elif len(token) > 1 and token not in stop_words:
             out.add(stem(token))
     return out
+
+
+def stems(text: str) -> set[str]:
+    """Every word of ``text`` lower-cased and stemmed, stop words included ("get" for "What does X get …"), and its
+    numbers as :func:`terms` reads them."""
+    stem = _stemmer().stem
+    return {t.rstrip("%").replace(",", "") if t[0].isdigit() else stem(t) for t in _TERM.findall(text.lower())}
 
 
 # ----- checkable facts -------------------------------------------------------------------------------------

@@ -246,6 +246,12 @@ def test_an_answer_that_only_restates_the_question_about_its_sources_is_a_declin
                             "NCBI-disease when it is fine-tuned.", question)
     assert not says_nothing_new("According to [1], BERT-Base gets 86.88 on NCBI-disease when fine-tuned.", question)
     assert not says_nothing_new("Based on the sources, it uses the AllenNLP framework [1].", "Which framework?")
+    for short, asked in (("Passages [1].", "What does the retriever return for each question?"),
+                         ("Three systems [1].", "What did the shared task participants submit?"),
+                         ("The source domain [1].", "Which domain is the model trained on before adaptation?"),
+                         ("BERT base [1].", "Which BERT variant was fine-tuned?"),
+                         ("Its context [1].", "How is it computed?")):
+        assert not says_nothing_new(short, asked), short
     llm = ScriptedLLM(answers=["Based on the information provided in the sources, XAI stands for XAI [1]."])
     copilot = Copilot(settings(), store, embedder, llm)
     result = copilot.ask("What does XAI stand for?", user_id="ada", paper_ids=["xai"])
@@ -423,13 +429,18 @@ def test_a_question_for_a_number_answered_without_one_is_declined(store: Store, 
     for question in ("What does BERT-Base get on NCBI-disease when fine-tuned?", "How well does frozen SciBERT do?",
                      "How large was the held-out set?", "Which ChemProt result is reported for BioBERT?",
                      "What is the state-of-the-art result listed for EBM-NLP?", "How accurate were the annotators?",
-                     "What R@3 does SuperPAL reach?", "What MAP does SPECTER reach on co-view?"):
+                     "What R@3 does SuperPAL reach?", "What MAP does SPECTER reach on co-view?",
+                     "What mAP does YOLO reach on COCO?", "What nDCG@10 does SPECTER reach?"):
         assert asks_for_quantity(question), question
     for question in ("What does nDCG stand for?", "Which tool did they use?", "What does RLHF mean in this paper?",
                      "What does the F1 score measure?", "What does the F1 score of a tagger mean?",
                      "What do they share in common?", "What does the model get as input?", "How does BM25 work?",
                      "What do they get when they combine both?", "Which results are discussed?",
-                     "What conclusion does the paper reach?", "Which dataset does the model reach its best score on?"):
+                     "What conclusion does the paper reach?", "Which dataset does the model reach its best score on?",
+                     "How large language models use retrieval, in this paper?", "How low-rank adaptation saves memory?",
+                     "What did the authors achieve in this work?", "What does the agent get at each step?",
+                     "What GNN does the method use to achieve permutation invariance?",
+                     "What qualitative results are shown in Figure 4?", "What results are reported in the paper?"):
         assert not asks_for_quantity(question), question
     llm = ScriptedLLM(answers=["Several XAI methods exist for deep learning models [1].",
                                "Explainable artificial intelligence (XAI) addresses the lack of interpretability [1]."])

@@ -69,6 +69,15 @@ def test_a_row_is_read_with_each_values_column() -> None:
     assert chunk_sentences("Plain prose. Two sentences.") == ["Plain prose.", "Two sentences."]
 
 
+def test_a_word_the_typesetter_split_in_a_cell_is_whole_again() -> None:
+    rows = [["Predictor", "What it wraps", "F1"],
+            ["SnippetRetrievalPredictor", "wraps models like Con-\ntriever (Izacard et al.,\n2022)", "81.2"],
+            ["Vocabulary", "BERT-\nBase and state-of-the-\nart ones | more", "90.1"]]
+    (source,) = table_sources(rows)
+    assert "| wraps models like Contriever (Izacard et al., 2022) | 81.2 |" in source, source
+    assert "| BERT-Base and state-of-the-art ones / more | 90.1 |" in source, source
+
+
 def test_header_rows_are_joined_and_a_column_of_values_is_cut_into_rows() -> None:
     sources = table_sources([["Model", "BERT-Base", None], ["", "Frozen", "Finetune"], ["SciBERT", "88.7", "90.0"]],
                             "Table 1: Results.")

@@ -166,11 +166,13 @@ def _split_tall_row(cells: list[list[tuple[float, float, float, str]] | None]) -
 
 
 def _clean(text: str | None) -> str:
-    """A cell's text on one line, as the page's text is cleaned (ligatures, TeX's separate accents); a "|" would
-    end the Markdown cell, so it reads "/"."""
+    """A cell's text on one line, as the page's text is cleaned (ligatures, TeX's separate accents) and its lines
+    joined (a word hyphenated at a line end made whole); a "|" would end the Markdown cell, so it reads "/"."""
     from ingest.pdf.page import _clean as clean_line
+    from ingest.pdf.text import join_lines
 
-    return clean_line((text or "").replace("\n", " ")).replace("|", "/")
+    lines = [clean_line(line) for line in (text or "").split("\n")]
+    return join_lines([line for line in lines if line]).replace("|", "/")
 
 
 def table_sources(rows: list[list[str | None]], caption: str = "") -> list[str]:

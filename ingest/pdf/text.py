@@ -90,6 +90,33 @@ def _drop_hyphen(left: str, right: str, vocabulary: set[str]) -> bool:
     return not (hyphenated in vocabulary and joined not in vocabulary)
 
 
+def _continued(last: str, text: str, vocabulary: set[str]) -> tuple[str, str]:
+    """How the line ``text`` continues the line ``last``: ``last`` as it stays (its end hyphen dropped when the
+    typesetter split a word there, see :func:`_drop_hyphen`) and the separator between them."""
+    if _URL_BROKEN.search(last) and re.match(r"[a-z0-9/]", text):
+        return last, ""  # a URL wrapped at the line end
+    if last.endswith(("-", "\u2013")) and len(last) > 1 and last[-2].isalnum() and text[:1].isalnum():
+        m = _HYPHENATED_END.search(last)
+        first = _WORD.match(text)
+        if last.endswith("-") and m and first and _drop_hyphen(m.group(1), first.group(0), vocabulary):
+            return last[:-1], ""
+        return last, ""
+    return last, " "
+
+
+def join_lines(lines: list[str], vocabulary: set[str] = frozenset()) -> str:
+    """Lines of one paragraph or table cell on one line, joined as the page's paragraphs are: a word hyphenated at a
+    line end whole again ("Con-" + "triever"), a compound kept ("BERT-" + "Base"), other lines apart by a space."""
+    out = ""
+    for line in lines:
+        if out:
+            kept, sep = _continued(out, line, vocabulary)
+            out = kept + sep + line
+        else:
+            out = line
+    return out
+
+
 class _TextBuilder:
     """Accumulates paragraphs line by line, joining lines and tracking where each page starts."""
 
@@ -115,16 +142,10 @@ class _TextBuilder:
 
     def _join(self, text: str) -> str:
         last = self.parts[-1]
-        if _URL_BROKEN.search(last) and re.match(r"[a-z0-9/]", text):
-            return ""  # a URL wrapped at the line end
-        if last.endswith(("-", "\u2013")) and len(last) > 1 and last[-2].isalnum() and text[:1].isalnum():
-            m = _HYPHENATED_END.search(last)
-            first = _WORD.match(text)
-            if last.endswith("-") and m and first and _drop_hyphen(m.group(1), first.group(0), self.vocabulary):
-                self.parts[-1] = last[:-1]
-                self.length -= 1
-            return ""
-        return " "
+        kept, sep = _continued(last, text, self.vocabulary)
+        self.parts[-1] = kept
+        self.length -= len(last) - len(kept)
+        return sep
 
     @property
     def text(self) -> str:

@@ -179,7 +179,7 @@ def says_nothing_new(answer: str, question: str) -> bool:
     says of its sources first is left out, and the question's words count with their stop words ("gets" repeats
     "get")."""
     said = grounding.terms(grounding.strip_citations(_ABOUT_SOURCES.sub("", answer, count=1)))
-    return not (said - grounding.stems(question))
+    return not (said - grounding.terms(question, every_word=True))
 
 
 def _squash(text: str) -> str:

@@ -123,24 +123,17 @@ def strip_citations(text: str) -> str:
     return " ".join(_CITATION.sub("", text).split())
 
 
-def terms(text: str) -> set[str]:
+def terms(text: str, *, every_word: bool = False) -> set[str]:
     """The content terms of ``text``: numbers as written, other words lower-cased and stemmed, stop words and
-    single letters left out."""
+    single letters left out (``every_word``: kept, so that "gets" in an answer repeats the question's "get")."""
     stem, stop_words = _stemmer().stem, _stop_words()
     out = set()
     for token in _TERM.findall(text.lower()):
         if token[0].isdigit():
             out.add(token.rstrip("%").replace(",", ""))
-        elif len(token) > 1 and token not in stop_words:
+        elif every_word or (len(token) > 1 and token not in stop_words):
             out.add(stem(token))
     return out
-
-
-def stems(text: str) -> set[str]:
-    """Every word of ``text`` lower-cased and stemmed, stop words included ("get" for "What does X get …"), and its
-    numbers as :func:`terms` reads them."""
-    stem = _stemmer().stem
-    return {t.rstrip("%").replace(",", "") if t[0].isdigit() else stem(t) for t in _TERM.findall(text.lower())}
 
 
 # ----- checkable facts -------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot import grounding, prompts
+from copilot import grounding, prompts, table_reader
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.evidence import Compressed, SentenceVectors, compress, table_captions
@@ -70,11 +70,12 @@ class AskResult:
     model: str = ""  # the model that wrote the answer ("" when none was asked)
     fallback: str = ""  # why the model asked for failed and the instance's own model answered instead
     rechecks: int = 0  # the answers the model wrote again to recheck this one (COPILOT_RECHECK_SAMPLES)
+    table_cell: bool = False  # the answer is a table's cell, read without the model (copilot.table_reader)
 
     @property
     def answer_calls(self) -> int:
         """The LLM calls that wrote the answer: the answer and its rechecks (the thought's come on top)."""
-        return 1 + self.rechecks
+        return 0 if self.table_cell else 1 + self.rechecks
 
     def as_dict(self) -> dict[str, Any]:
         checked = self.grounding.as_dict() if self.grounding else {"grounding": [], "grounded": False}
@@ -88,6 +89,7 @@ class AskResult:
             "draft": self.draft,
             "model": self.model,
             "fallback": self.fallback,
+            "table_cell": self.table_cell,
             "sources": [{"n": n, "kind": s.kind, "id": s.id, "paper_id": s.paper_id, "section": s.section,
                          "page_start": s.page_start, "page_end": s.page_end, "depth": s.depth,
                          "confidence": s.confidence, "score": round(s.score, 4), "recalled_by": s.recalled_by,
@@ -635,7 +637,14 @@ class Answerer:
         model, fallback = llm or self.llm, ""
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
-        if not unbearing:
+        # A question that names one row and one column of a table sent is answered with that cell, not by the model.
+        cell = (table_reader.read_cell(question, items, found.originals)
+                if not unbearing and self.settings.table_cells else None)
+        if cell is not None:
+            answer = table_reader.answer(cell)
+            first_word = time.perf_counter()
+            yield answer
+        elif not unbearing:
             # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
             messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
                         {"role": "user",
@@ -680,14 +689,16 @@ class Answerer:
         t_check = time.perf_counter()
         timings["grounding_ms"] = round(1000 * (t_check - t2), 1)
         draft = answer
-        reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
-                                [i.paper_title or "" for i in items], table_captions(items))
+        # A table's cell was read for the question's own names (copilot.table_reader): only its support is checked.
+        reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold,
+                                question if cell is None else "", [i.paper_title or "" for i in items],
+                                table_captions(items))
         if not reason and checked is not None:
             reason = unsure_reason(answer, trace, self.settings.fact_min_probability, question)
         # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
         # fact and is short is written again, and what the rechecks did not repeat is marked.
         again: list[str] = []
-        if not reason and checked is not None and grounding.has_facts(answer, question):
+        if cell is None and not reason and checked is not None and grounding.has_facts(answer, question):
             again = rechecks(model, messages, answer, samples=self.settings.recheck_samples,
                              max_tokens=self.settings.max_answer_tokens, user=user_id)
             checked = grounding.rechecked(checked, [t for t in again if not REFUSAL.search(t)], question)
@@ -700,7 +711,8 @@ class Answerer:
                            decline_reason=reason, draft=draft if reason else "",
                            evidence=[] if reason else supporting_quotes(checked, items, self.settings),
                            nearest=nearest_quotes(found, checked) if reason else [],
-                           model="" if unbearing else model.name, fallback=fallback, rechecks=len(again))
+                           model="" if unbearing or cell is not None else model.name, fallback=fallback,
+                           rechecks=len(again), table_cell=cell is not None)
         grounded = checked is not None and (checked.grounded or not self.settings.thought_needs_grounding)
         if not reason and write_thought and grounded:
             self._results[query_id] = (result, t2)

@@ -138,6 +138,9 @@ class Settings(BaseSettings):
                                         "number with its unit, a name, an expansion, a quoted term) the embedded "
                                         "model wrote with a lower probability (its least likely token's) is "
                                         "declined: the model guessed it. 0 = off.")
+    table_cells: bool = Field(True, description="A question that names one row and one column of a table sent "
+                              "with it is answered with that cell, read without the model (copilot.table_reader); "
+                              "false = the model reads every table.")
     thought_needs_grounding: bool = Field(True, description="Write a thought only from a grounded answer; an "
                                           "ungrounded one is dropped before the thought's LLM call.")
     refresh_hours: float = Field(0.0, ge=0.0, description="Hours between automatic refreshes of the followed "

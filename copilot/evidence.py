@@ -39,7 +39,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from threading import Lock
 
 import numpy as np
@@ -107,6 +107,7 @@ class Compressed:
     candidates: int = 0
     sentences: int = 0  # sentences scored
     tokens: int = 0
+    originals: list[str] = field(default_factory=list)  # each item's whole text, before it was cut
 
 
 class SentenceVectors:
@@ -317,7 +318,7 @@ def compress(question: str, query_vector: np.ndarray, candidates: Sequence[Retri
         item = replace(pool[c], text=text)
         item.n_tokens = sum(by_candidate[c][p].tokens for p in kept)
         items.append(item)
-    return Compressed(items, round(bearing, 4), len(pool), len(sentences), used)
+    return Compressed(items, round(bearing, 4), len(pool), len(sentences), used, [pool[c].text for c in order])
 
 
 def is_caption(sentence: str) -> bool:

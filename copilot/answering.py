@@ -638,8 +638,7 @@ class Answerer:
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
         # A question that names one row and one column of a table sent is answered with that cell, not by the model.
-        cell = (table_reader.read_cell(question, items, found.originals)
-                if not unbearing and self.settings.table_cells else None)
+        cell = None if unbearing else self._table_cell(question, found, language)
         if cell is not None:
             answer = table_reader.answer(cell)
             first_word = time.perf_counter()
@@ -730,6 +729,22 @@ class Answerer:
                 result.timings["thought_lag_ms"] = 0.0
             self._record_outcome(result)
         yield result
+
+    def _table_cell(self, question: str, found: Compressed, language: str | None) -> table_reader.Cell | None:
+        """The table cell that answers ``question`` (:func:`copilot.table_reader.read_cell`), if the setting is on,
+        the answer is asked in the language the tables are read in (English, or the question's own), and the cell's
+        answer passes the check every answer goes through (else the model answers)."""
+        if not self.settings.table_cells or (language and language != prompts.LANGUAGE_OF_QUESTION
+                                             and not language.casefold().startswith("english")):
+            return None
+        cell = table_reader.read_cell(question, found.items, found.originals)
+        if cell is None:
+            return None
+        checked = grounding.check(table_reader.answer(cell), found.items, self.embedder,
+                                  self.settings.grounding_threshold, heads=source_heads(found.items))
+        reason = decline_reason(table_reader.answer(cell), checked, False, self.settings.grounding_threshold, "",
+                                [], table_captions(found.items))
+        return None if reason or not checked.grounded else cell
 
     def _wait_in_line(self, ticket: Ticket, model: ChatModel | None = None) -> Iterator[QueuePosition]:
         """Until ``ticket`` is granted, its place in the line of ``model`` (the instance's): at once, then whenever

@@ -9,13 +9,17 @@ The cell is the answer only when it is plain:
 - its row's labels hold a word of the question, and so does its column's name (an unnamed column only where it
   holds its row's one value);
 - every name the question holds (SciBERT, BC5CDR) is in its row, its column, its table's caption or its paper's
-  title, and so are at least :data:`MIN_COVERAGE` of the question's words;
+  title (a metric that a table of results never names aside), and so are at least :data:`MIN_COVERAGE` of the
+  question's words, every number it states, and what it asks for ("How many epochs …", "What accuracy …": where
+  the table has a column of it, the cell is in that column);
+- the question and the cell's row and column are both negated ("without the abstract": "−abstract") or neither;
 - no other cell with another value scores as well: two cells a question names equally ("What did SciBERT get on
   ChemProt?", frozen or fine-tuned) leave it to the model;
 - the cell states one value ("90.01", "52.2M (64.3%)", "90.41 ± 0.06"), not a label or three numbers at once.
 
 The answer says which cell it read: "Table 1 gives 90.01 for SCIBERT Finetune in the row BC5CDR (Li et al., 2016)
-[1]." The row is quoted under it as its evidence, and the check of every answer reads it as it reads the model's.
+[1]." The row is quoted under it as its evidence; the answer must pass the support check every answer passes, else
+the model answers (:meth:`copilot.answering.Answerer._table_cell`).
 
 Words match as stems, a hyphenated word also as one ("fine-tuned" is "Finetune"), an abbreviation with its full
 stop by a word whose letters it keeps ("Acc." is "accurate", "Avg." "average"), a capitalised acronym by the
@@ -23,7 +27,8 @@ initials of the question's words ("SOTA" is "state-of-the-art", "LM" "language m
 by what the caption says it stands for ("CITE: Citation prediction"). The caption and the paper's title count half
 and tell tables apart; a word of a row's labels or a column's name that the question does not say counts against
 it. The question must not compare two values or ask for a threshold, and the table's columns must have been told
-apart (no two of one name, none that names two metrics).
+apart (no two of one name, none that names two metrics). An abbreviation can mislead it: "Rec." is read as
+"recall" and as "recommendation" alike.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from copilot import prompts
 from copilot.evidence import _ASKS_NUMBER, _CITES, row_sentence
 from copilot.grounding import _stemmer, _stop_words, names_in
 from copilot.types import RetrievedItem
@@ -48,11 +54,11 @@ MARGIN = 0.05  # a cell with another value scoring within this of the best makes
 # bibliography entry need to exceed …") is the model's.
 MIN_COVERAGE = 0.6
 # Words of a question that ask for a value without saying which: no table holds them.
-_GENERIC = {"what", "which", "how", "mani", "much", "well", "doe", "get", "reach", "achiev", "obtain", "attain",
-            "score", "result", "report", "list", "given", "shown", "valu", "number", "use"}
+_GENERIC = {"what", "which", "how", "mani", "much", "well", "do", "doe", "did", "get", "got", "reach", "achiev",
+            "obtain", "attain", "score", "result", "report", "list", "given", "shown", "valu", "number", "use"}
 # A metric a question may name that a table need not (SciBERT's results table never says "F1").
-_METRIC = re.compile(r"(?i:f1|f-?score|accuracy|acc|precision|recall|map|mrr|ndcg|auc|bleu(?:-\d)?|rouge(?:-\w+)?|"
-                     r"[rp]@\d+|em|perplexity|ppl|las|uas)")
+_METRIC = re.compile(r"(?i:f1|f-?score|accura(?:cy|ci)|acc|precis(?:ion)?|recal{1,2}|map|mrr|ndcg|auc|bleu(?:-?\d)?|"
+                     r"rouge(?:-?\w+)?|[rp]@\d+|em|perplex(?:ity)?|ppl|las|uas)")
 _ASKS = re.compile(r"\b(?:what|which|how)\b", re.IGNORECASE)
 # "CITE: Citation prediction," in a caption: a column's abbreviation and what it stands for.
 _LEGEND = re.compile(r"(?<![\w-])([A-Z][A-Za-z]{1,7}\.?):\s+([A-Za-z][A-Za-z -]{2,40}?)(?=\s*[,;.)]|$)")
@@ -61,12 +67,30 @@ _LEGEND = re.compile(r"(?<![\w-])([A-Z][A-Za-z]{1,7}\.?):\s+([A-Za-z][A-Za-z -]{
 # setting the prose states, not a result.
 _COMPARES = re.compile(r"\b(?:by\s+how\s+(?:much|many)|beats?|outperform\w*|differen\w*|improve\w*|gains?|"
                        r"better|worse|higher|lower|more\s+than|less\s+than|fewer|compared?|versus|vs\.?|"
-                       r"thresholds?|cut-?offs?|needs?|exceeds?)\b", re.IGNORECASE)
+                       r"thresholds?|cut-?offs?|needs?|exceeds?|drops?|decreas\w*|reduc\w*|increas\w*|delta|"
+                       r"relative|changes?)\b", re.IGNORECASE)
+# A caption of a table of results, whose metric a question may name though the table does not.
+_RESULTS = re.compile(r"\b(?:results?|performances?|scores?|evaluation|evaluated|comparison|comparing|compared)\b",
+                      re.IGNORECASE)
+# Negation, in a question ("without", "not", "w/o") or in a row's or column's label ("−abstract", "No hard
+# negatives", "w/o pretraining"): a cell is read only when both or neither say it.
+_NEGATION = re.compile(r"(?:^|(?<=[\s(]))(?:without|not|non|w/o|excluding|except|minus|no(?!\.))\b|n't\b"
+                       r"|(?:^|(?<=[\s(]))[−–-](?=\w)", re.IGNORECASE)
+# A number a question states ("12 layers", "Table 3", "in 2019"; not R@10 or SemEval-2017): the cell's row, column,
+# caption or paper title must state it too.
+_NUMBER = re.compile(r"(?<![\w@.\-/])\d+(?:\.\d+)?(?![\w@])")
+# What a question asks for, named after its question word: "What F1 …", "How many epochs …", "What is ScienceParse's
+# recall on …", "What's the fine-tuned SciBERT result on …". Its words (those that ask for no value aside) must be
+# the cell's.
+_STOPS = r"(?:is|was|are|were|does|did|do|has|have|had|can|could|would|will|on|for|of|in|at|with|by|from|when|to)"
+_ASKED = re.compile(r"\b(?:how\s+(?:many|much)|what(?:'s|’s)?|which)\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?"
+                    rf"((?:(?!{_STOPS}\b)[\w@'’-]+\s+){{1,4}}?)(?={_STOPS}\b)", re.IGNORECASE)
 _VALUE_WORD = re.compile(r"\b(?:results?|performance)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[^\W_](?:[\w@]|[-'’./](?=[^\W_]))*")
 _VALUE = re.compile(r"^[<>~≈]?\s*[-+−]?\d[\d,]*(?:\.\d+)?\s*(?:%|[kKMB]|x)?[*†‡§]*$")
 _ASIDE = re.compile(r"\s*(?:\([^()]*\)|±\s*[\d.]+)\s*")  # "52.2M (64.3%)", "90.41 ± 0.06": one value still
 _ABBREVIATION = re.compile(r"\b([A-Za-z]{2,})\.")  # "Acc.", "Avg.", "prec."
+_UNIT = re.compile(r"\(([A-Za-z]{2,5})\)")  # a unit in a column's name: "Time (secs)"
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")  # "SOTA", "LM", "CS"
 
 
@@ -102,6 +126,11 @@ def _token_stems(text: str) -> list[list[str]]:
     return out
 
 
+def _metric_word(token: list[str]) -> bool:
+    """Is this word of a question (its stems) a metric's name (F1, accuracy, R@10, BLEU-4)?"""
+    return any(_METRIC.fullmatch(w) for w in token)
+
+
 def _held_share(token: list[str], matched: set[str]) -> float:
     """How much of one word of the question ``matched`` holds: all of it when its whole stem is held, else the share
     of its hyphenated parts ("title-similarity" by "Title": a half)."""
@@ -113,7 +142,8 @@ def _held_share(token: list[str], matched: set[str]) -> float:
 
 def words(text: str) -> Words:
     """``text``'s stems (see :func:`_token_stems`), abbreviations and acronyms."""
-    return Words({s for token in _token_stems(text) for s in token}, {a.lower() for a in _ABBREVIATION.findall(text)},
+    shortened = _ABBREVIATION.findall(text) + _UNIT.findall(text)
+    return Words({s for token in _token_stems(text) for s in token}, {a.lower() for a in shortened},
                  {a.lower() for a in _ACRONYM.findall(text)})
 
 
@@ -133,7 +163,8 @@ def held(question: Words, spoken: Sequence[tuple[str, str]], text: Words) -> tup
     found = question.stems & text.stems
     used = set(found)
     for abbreviation in text.abbreviations:
-        words_of = {s for w, s in spoken if len(abbreviation) >= 3 and _abbreviates(abbreviation, w)}
+        words_of = {s for w, s in spoken if len(abbreviation) >= 3 and s not in _GENERIC
+                    and w not in _stop_words() and _abbreviates(abbreviation, w)}
         if words_of:
             found |= words_of
             used.add(_stem(abbreviation))
@@ -177,6 +208,9 @@ class Cell:
     quote: str  # the row as it was sent (:func:`copilot.evidence.row_sentence`)
     title: set[str] = field(default_factory=set)  # the stems of its paper's title, which the model reads with it
     metrics: bool = False  # its table names a metric (in its caption or a column)
+    results: bool = False  # its caption says it reports results ("Test performances of …", "Results on …")
+    caption: str = ""
+    paper_title: str = ""
     score: float = 0.0
     coverage: float = 0.0  # the share of the question's words its row, column, caption and paper's title hold
 
@@ -192,7 +226,7 @@ def merged(column: str) -> bool:
 def _cells(n: int, item: RetrievedItem, original: str) -> list[tuple[Cell, Words, Words, Words]]:
     """The value cells of the rows of the table ``original`` that were sent (their row sentence is in ``item``'s
     text), each with the words of its row labels, its column's name and its caption."""
-    table = read_table(original)
+    table = read_table(original or "")
     if table is None:
         return []
     caption = " ".join(line.strip() for line in table.above if line.strip())
@@ -205,13 +239,14 @@ def _cells(n: int, item: RetrievedItem, original: str) -> list[tuple[Cell, Words
         return []  # two columns of one name: its header rows were not told apart, so no column can be trusted
     spelled = legend(caption)
     metrics = any(_METRIC.fullmatch(w) for w in re.findall(r"[\w@-]+", " ".join([caption, *names])))
+    results = bool(_RESULTS.search(caption))
     sent = " ".join((item.text or "").split())
     out = []
     for line in table.rows:
         row = cells(line)
         quote = row_sentence(names, row)
-        if not quote or quote not in sent:
-            continue
+        if not quote or not re.search(rf"(?:^|[.…]\s){re.escape(quote)}(?=\s|$)", sent):
+            continue  # a row not sent ("BERT; 8." is not sent with "SciBERT; 8.5.")
         values = [j for j, c in enumerate(row) if one_value(c)]
         if not values:
             continue
@@ -225,19 +260,22 @@ def _cells(n: int, item: RetrievedItem, original: str) -> list[tuple[Cell, Words
                 continue
             if column or len(values) == 1:  # an unnamed column only where it is the row's one value
                 meant = " ".join(v for k, v in spelled.items() if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", column))
-                out.append((Cell(n, name, column, labels, row[j], quote, title, metrics), row_words,
-                            words(f"{column} {meant}"), caption_words))
+                cell = Cell(n, name, column, labels, row[j], quote, title, metrics, results, caption,
+                            item.paper_title or "")
+                out.append((cell, row_words, words(f"{column} {meant}"), caption_words))
     return out
 
 
 def read_cell(question: str, items: Sequence[RetrievedItem], originals: Sequence[str]) -> Cell | None:
     """The one cell of the tables sent (``items``, with each item's whole text in ``originals``) that answers
     ``question``, or None when no cell plainly does (see the module's docstring)."""
+    if not asks_for_value(question) or _COMPARES.search(question):
+        return None
     if len(originals) != len(items):  # sources not cut by copilot.evidence.compress are whole already
         originals = [item.text for item in items]
     found = [c for n, (item, original) in enumerate(zip(items, originals, strict=True), start=1)
              if item.kind == "chunk" for c in _cells(n, item, original)]
-    if not found or not asks_for_value(question) or _COMPARES.search(question):
+    if not found:
         return None
     asked = words(question)
     asked.stems -= _GENERIC
@@ -246,27 +284,47 @@ def read_cell(question: str, items: Sequence[RetrievedItem], originals: Sequence
         return None
     spoken = [(w, _stem(w)) for w in re.findall(r"[^\W\d_]+", question.lower())]
     names = [(name, words(name).stems) for name in names_in(question)]
-    scored: list[Cell] = []
+    measure = _ASKED.search(question)
+    measured = [t for t in _token_stems(measure.group(1)) if not set(t) & _GENERIC] if measure else []
+    numbers = set(_NUMBER.findall(question))
+    negated = bool(_NEGATION.search(question))
+    columns_held: dict[int, set[str]] = {}  # per source: the question's stems its tables' columns hold
+    readings = []
     for cell, row_words, column_words, caption_words in found:
-        by_row, row_used = held(asked, spoken, row_words)
         by_column, column_used = held(asked, spoken, column_words)
+        columns_held.setdefault(cell.n, set()).update(by_column)
+        readings.append((cell, row_words, column_words, caption_words, by_column, column_used))
+    scored: list[Cell] = []
+    for cell, row_words, column_words, caption_words, by_column, column_used in readings:
+        by_row, row_used = held(asked, spoken, row_words)
         if not by_row or not (by_column or cell.column == ""):
             continue
+        said = " ".join([*cell.row, cell.column])
+        if bool(_NEGATION.search(said)) != negated:
+            continue  # "without the abstract" is the row "−abstract"; "with hard negatives" is not "No hard …"
+        if numbers - set(_NUMBER.findall(" ".join([said, cell.caption, cell.paper_title]))):
+            continue  # "with 12 layers", "in Table 3": a number of the question this cell's table does not state
         by_caption = held(asked, spoken, caption_words)[0] - by_row - by_column
         by_title = (cell.title & asked.stems) - by_row - by_column - by_caption
         everything = row_words.stems | column_words.stems | caption_words.stems | cell.title
-        if any(stems and not (stems & everything) and not (_METRIC.fullmatch(name) and not cell.metrics)
+        # A metric a table of results never names (SciBERT's results never say "F1") is not held against it.
+        unsaid = not cell.metrics and cell.results
+        if any(stems and not (stems & everything) and not (unsaid and _METRIC.fullmatch(name))
                for name, stems in names):
-            continue  # a name the question holds that neither this cell's table nor its paper's title does (a metric
-            # the table never names aside)
+            continue  # a name the question holds that neither this cell's table nor its paper's title does
         matched = by_row | by_column | by_caption | by_title
-        # A metric that the table never names is not held against it (its words are the cell's own, unsaid).
-        wanted = [t for t in tokens if cell.metrics or not any(_METRIC.fullmatch(w) for w in t)]
+        own = by_row | by_column
+        if any(_held_share(t, matched) < 0.5 and not (unsaid and _metric_word(t)) for t in measured):
+            continue  # "How many epochs …" of a table of scores: what is asked for is not what the table gives
+        if any(_held_share(t, columns_held[cell.n]) > 0 and _held_share(t, by_column) == 0 for t in measured):
+            continue  # "What accuracy …": the table has a column of accuracies, and this cell is not in it
+        wanted = [t for t in tokens if not (unsaid and _metric_word(t))]
         if not wanted or sum(_held_share(t, matched) for t in wanted) < MIN_COVERAGE * len(wanted):
             continue  # the question asks about more than this cell's row and column
         extra = (row_words.stems - row_used) | (column_words.stems - column_used)
         cell.coverage = sum(_held_share(t, matched) for t in wanted) / len(wanted)
-        cell.score = (len(by_row | by_column) + CAPTION_WEIGHT * len(by_caption | by_title)
+        cell.score = (sum(_held_share(t, own) for t in wanted)
+                      + CAPTION_WEIGHT * sum(_held_share(t, matched) - _held_share(t, own) for t in wanted)
                       - EXTRA_WEIGHT * len(extra))
         scored.append(cell)
     if not scored:
@@ -281,7 +339,4 @@ def read_cell(question: str, items: Sequence[RetrievedItem], originals: Sequence
 
 def answer(cell: Cell) -> str:
     """The cell as an answer sentence that says where it was read, citing its source."""
-    row = ", ".join(cell.row)
-    where = f" in the row {row}" if row else ""
-    column = f" for {cell.column}" if cell.column else ""
-    return f"{cell.table} gives {cell.value}{column}{where} [{cell.n}]."
+    return prompts.table_cell(cell.table, cell.value, cell.column, ", ".join(cell.row), cell.n)

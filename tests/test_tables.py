@@ -121,3 +121,11 @@ def test_a_figures_caption_is_a_source_of_its_own_with_the_figures_region() -> N
     assert chunk.text == figure.text and chunk.bbox == figure.bbox
     shown = render_passage(path, chunk.text, chunk.page_start, chunk.page_end, dpi=72, region=chunk.bbox, crop=True)
     assert abs(shown.width - (x1 - x0 + 16)) <= 2 and abs(shown.height - (y1 - y0 + 16)) <= 2, "the crop alone"
+
+
+def test_the_table_questions_load_as_the_bench_reads_them() -> None:
+    """Every file of questions in the benchmark's folder is one it can read (20 look-ups on table facts)."""
+    from copilot.bench.qa import load_questions
+
+    questions = load_questions(TABLES_DIR)
+    assert len(questions) == 20 and {q.kind for q in questions} == {"lookup"}

@@ -173,7 +173,8 @@ def register(ctx: AppContext) -> None:
             "evidence": shown["evidence"], "unsupported": unsupported,
             "sources": [{"n": n, "id": s.id, "kind": s.kind, "paper_id": s.paper_id, "title": s.paper_title,
                          "section": s.section, "page": s.page_start} for n, s in enumerate(result.sources, start=1)],
-            "nearest": shown["nearest"], "model": result.model, "conversation_id": result.conversation_id})
+            "nearest": shown["nearest"], "model": result.model, "table_cell": result.table_cell,
+            "conversation_id": result.conversation_id})
 
     @refusals
     def draft_related_work(title: str, abstract: str, paper_ids: list[str] | None = None,

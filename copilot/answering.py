@@ -638,7 +638,8 @@ class Answerer:
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
         # A question that names one row and one column of a table sent is answered with that cell, not by the model.
-        cell = None if unbearing else self._table_cell(question, found, language)
+        read = None if unbearing else self._table_cell(question, found, language)
+        cell, cell_checked = read if read is not None else (None, None)
         if cell is not None:
             answer = table_reader.answer(cell)
             first_word = time.perf_counter()
@@ -678,10 +679,11 @@ class Answerer:
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
         capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
+        checked: Grounding | None = cell_checked  # a table cell's answer was checked before it was shown
         try:
-            checked: Grounding | None = grounding.check(answer, items, self.embedder,
-                                                        self.settings.grounding_threshold, capped=capped,
-                                                        heads=source_heads(items), question=question)
+            if checked is None:
+                checked = grounding.check(answer, items, self.embedder, self.settings.grounding_threshold,
+                                          capped=capped, heads=source_heads(items), question=question)
         except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
             log.exception("the grounding check of an answer failed")
             checked = None
@@ -730,21 +732,24 @@ class Answerer:
             self._record_outcome(result)
         yield result
 
-    def _table_cell(self, question: str, found: Compressed, language: str | None) -> table_reader.Cell | None:
-        """The table cell that answers ``question`` (:func:`copilot.table_reader.read_cell`), if the setting is on,
-        the answer is asked in the language the tables are read in (English, or the question's own), and the cell's
-        answer passes the check every answer goes through (else the model answers)."""
+    def _table_cell(self, question: str, found: Compressed, language: str | None
+                    ) -> tuple[table_reader.Cell, Grounding] | None:
+        """The table cell that answers ``question`` (:func:`copilot.table_reader.read_cell`) with its answer's
+        check, if the setting is on, the answer is asked in the language the tables are read in (English, or the
+        question's own), and the cell's answer passes the check every answer goes through (else the model
+        answers); the check is the answer's own, not done again."""
         if not self.settings.table_cells or (language and language != prompts.LANGUAGE_OF_QUESTION
                                              and not language.casefold().startswith("english")):
             return None
         cell = table_reader.read_cell(question, found.items, found.originals)
         if cell is None:
             return None
-        checked = grounding.check(table_reader.answer(cell), found.items, self.embedder,
-                                  self.settings.grounding_threshold, heads=source_heads(found.items))
-        reason = decline_reason(table_reader.answer(cell), checked, False, self.settings.grounding_threshold, "",
-                                [], table_captions(found.items))
-        return None if reason or not checked.grounded else cell
+        said = table_reader.answer(cell)
+        checked = grounding.check(said, found.items, self.embedder, self.settings.grounding_threshold,
+                                  heads=source_heads(found.items))
+        reason = decline_reason(said, checked, False, self.settings.grounding_threshold, "", [],
+                                table_captions(found.items))
+        return None if reason or not checked.grounded else (cell, checked)
 
     def _wait_in_line(self, ticket: Ticket, model: ChatModel | None = None) -> Iterator[QueuePosition]:
         """Until ``ticket`` is granted, its place in the line of ``model`` (the instance's): at once, then whenever

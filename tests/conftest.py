@@ -48,14 +48,6 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["qwen2.5-coder-0.5b"])
-def embedded_model(request: pytest.FixtureRequest) -> str:
-    """The default embedded model (``COPILOT_LLM_MODEL``) that every end-to-end test with the real model runs on;
-    each other embedded model gets one smoke test (``tests/test_ask_real_model.py``), Gemma's in the completion
-    prompt form."""
-    return request.param
-
-
 def free_port() -> int:
     import socket
 

@@ -34,7 +34,7 @@ QUESTIONS = ["What is the literature graph of Semantic Scholar?",
 GROUNDING_QUESTIONS = ["How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
                        "What are the open problems of the Semantic Scholar literature graph?",
                        "How many annotators does LongEval recommend?"]
-# Asked when no earlier question was declined: the papers say nothing of it.
+# Asked first when the answers need a decline: the papers say nothing of it, so it is declined without the model.
 DECLINED_QUESTION = "What is the capital of France?"
 # Asked after the first answer: it names no paper, so only the conversation says which one it is about.
 FOLLOW_UP = "And what are its limitations?"
@@ -256,7 +256,7 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
 
     _tab(page, "Chat")
     bots = page.locator('#chatbot [data-testid="bot"]')
-    for question in [*GROUNDING_QUESTIONS, DECLINED_QUESTION]:
+    for question in [DECLINED_QUESTION, *GROUNDING_QUESTIONS]:
         texts = bots.all_inner_texts()
         if any("Supporting quotes" in t for t in texts) and any("papers in scope do not say" in t for t in texts):
             break
@@ -292,14 +292,20 @@ def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) ->
     _tab(page, "Write")
     _pick(page, "#abstract-paper", "LongEval")
     page.locator("#draft-abstract").click()
-    _wait_text(page, "#draft-output", r"\w+ \w+ \w+[\s\S]*LLM call")
+    abstract = _wait_text(page, "#draft-output", r"\w+ \w+ \w+[\s\S]*LLM call")
+    body = re.split(r"\n\s*(References|Sources)\s*\n", abstract.split("\n", 1)[1])[0]
+    assert len(body.split()) >= 30 and "1 LLM call" in abstract, abstract
     page.locator("#related-title textarea").fill("Evaluating faithfulness of long summaries of papers")
     page.locator("#related-abstract textarea").fill(
         "We study how to judge whether summaries of scientific papers are faithful, using annotated "
         "documents and citation graphs of scholarly literature.")
     page.locator("#draft-related").click()
     related = _wait_text(page, "#draft-output", r"References[\s\S]*\[1\]")
-    assert "[1]" in related
+    # The text cites exactly the references listed under it.
+    body, references = re.split(r"\n\s*References\s*\n", related, maxsplit=1)
+    cited = {int(n) for group in re.findall(r"\[([\d, ]+)\]", body) for n in group.split(",") if n.strip()}
+    listed = {int(n) for n in re.findall(r"\[(\d+)\]", references)}
+    assert cited == listed == set(range(1, len(listed) + 1)), related
     page.locator("#draft-md a, #draft-md [download]").first.wait_for(timeout=30_000)
     _shot(page, tmp_path, "write")
 

@@ -1,11 +1,10 @@
-"""Trend keywords and research ideas: deterministic keywords, cited ideas, persona, visibility, real model once."""
+"""Trend keywords and research ideas: deterministic keywords, cited ideas, persona, visibility. The real model writes
+ideas in the browser walk (``tests/test_browser.py``)."""
 
 from __future__ import annotations
 
 import builtins
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from copilot.engine import Copilot
 from copilot.tasks.profile import save_profile
 from copilot.tasks.trends import Idea, extract_keywords, parse_ideas, phrases, trends_and_ideas
 from copilot.tasks.writing import Citation, DraftError
-from tests.conftest import ROOT, clean_env
 from tests.library_support import add_paper, make_copilot
 from tests.scripted_llm import ScriptedLLM
 
@@ -138,26 +136,6 @@ def test_stored_persona_scope_and_errors(copilot: Copilot, llm: ScriptedLLM, tmp
     with pytest.raises(DraftError, match="library is empty"):
         trends_and_ideas(empty, user_id="bob", persona=None)
     empty.store.close()
-
-
-@pytest.mark.slow
-def test_real_model_ideas(real_library: tuple[Path, dict[str, str]], embedded_model: str) -> None:
-    data_dir, ids = real_library
-    result = subprocess.run([sys.executable, "-m", "copilot", "ideas", "--persona", "A researcher working on "
-                             "scientific document representations and citation recommendation.", "--json",
-                             "--data-dir", str(data_dir)], cwd=ROOT,
-                            env=clean_env() | {"COPILOT_LLM_MODEL": embedded_model}, capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr
-    record = json.loads(result.stdout)
-    assert {p["paper_id"] for p in record["papers"]} == set(ids.values())
-    assert len(record["keywords"]) >= 5 and record["llm_calls"] == 1
-    assert 1 <= len(record["ideas"]) <= 5
-    for idea in record["ideas"]:
-        assert len(idea["text"].split()) >= 6 and idea["paper_ids"]
-        assert set(idea["paper_ids"]) <= set(ids.values())
-    print(f"\nreal ideas: {len(record['ideas'])} ideas, {sum(i['cited'] for i in record['ideas'])} citing by number "
-          f"or name, keywords {record['keywords']}, {record['timings']['total_ms'] / 1000:.1f} s")
 
 
 def test_ideas_numbered_inline_lose_the_next_number_and_repeat_once() -> None:

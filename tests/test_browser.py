@@ -34,7 +34,7 @@ QUESTIONS = ["What is the literature graph of Semantic Scholar?",
 GROUNDING_QUESTIONS = ["How is SPECTER trained?", "Which sources does S2ORC collect its papers from?",
                        "What are the open problems of the Semantic Scholar literature graph?",
                        "How many annotators does LongEval recommend?"]
-# Asked first when the answers need a decline: the papers say nothing of it, so it is declined without the model.
+# Asked first when the answers need a decline: the papers say nothing of it.
 DECLINED_QUESTION = "What is the capital of France?"
 # Asked after the first answer: it names no paper, so only the conversation says which one it is about.
 FOLLOW_UP = "And what are its limitations?"

@@ -638,8 +638,7 @@ class Answerer:
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
         # A question that names one row and one column of a table sent is answered with that cell, not by the model.
-        read = None if unbearing else self._table_cell(question, found, language)
-        cell, cell_checked = read if read is not None else (None, None)
+        cell, cell_checked = (None if unbearing else self._table_cell(question, found, language)) or (None, None)
         if cell is not None:
             answer = table_reader.answer(cell)
             first_word = time.perf_counter()
@@ -678,24 +677,24 @@ class Answerer:
         timings = {"retrieve_ms": round(1000 * (t1 - t0), 1), "answer_ms": round(1000 * (t2 - t1), 1),
                    "wait_ms": round(1000 * (t_slot - t1), 1),
                    "first_word_ms": round(1000 * ((first_word or t2) - t0), 1)}
-        capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
-        checked: Grounding | None = cell_checked  # a table cell's answer was checked before it was shown
-        try:
-            if checked is None:
+        # A table cell's answer was checked, and would have been left to the model if it failed, before it was shown.
+        checked: Grounding | None = cell_checked
+        reason = ""
+        if cell is None:
+            capped = model.count_tokens(answer) >= self.settings.max_answer_tokens - 1
+            try:
                 checked = grounding.check(answer, items, self.embedder, self.settings.grounding_threshold,
                                           capped=capped, heads=source_heads(items), question=question)
-        except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
-            log.exception("the grounding check of an answer failed")
-            checked = None
+            except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
+                log.exception("the grounding check of an answer failed")
+                checked = None
+            reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
+                                    [i.paper_title or "" for i in items], table_captions(items))
+            if not reason and checked is not None:
+                reason = unsure_reason(answer, trace, self.settings.fact_min_probability, question)
         t_check = time.perf_counter()
         timings["grounding_ms"] = round(1000 * (t_check - t2), 1)
         draft = answer
-        # A table's cell was read for the question's own names (copilot.table_reader): only its support is checked.
-        reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold,
-                                question if cell is None else "", [i.paper_title or "" for i in items],
-                                table_captions(items))
-        if not reason and checked is not None:
-            reason = unsure_reason(answer, trace, self.settings.fact_min_probability, question)
         # A recheck changes no decline (an unstable sentence is still shown): only an answer that stands, states a
         # fact and is short is written again, and what the rechecks did not repeat is marked.
         again: list[str] = []

@@ -207,8 +207,9 @@ class Cell:
     value: str
     quote: str  # the row as it was sent (:func:`copilot.evidence.row_sentence`)
     title: set[str] = field(default_factory=set)  # the stems of its paper's title, which the model reads with it
-    metrics: bool = False  # its table names a metric (in its caption or a column)
-    results: bool = False  # its caption says it reports results ("Test performances of …", "Results on …")
+    # Its table reports results ("Test performances of …") and names no metric in its caption or columns: a metric
+    # the question names (SciBERT's F1) is the cell's, unsaid.
+    unsaid_metric: bool = False
     caption: str = ""
     paper_title: str = ""
     score: float = 0.0
@@ -238,8 +239,8 @@ def _cells(n: int, item: RetrievedItem, original: str) -> list[tuple[Cell, Words
     if len({x.casefold() for x in names if x}) < len([x for x in names if x]):
         return []  # two columns of one name: its header rows were not told apart, so no column can be trusted
     spelled = legend(caption)
-    metrics = any(_METRIC.fullmatch(w) for w in re.findall(r"[\w@-]+", " ".join([caption, *names])))
-    results = bool(_RESULTS.search(caption))
+    unsaid_metric = (bool(_RESULTS.search(caption))
+                     and not any(_METRIC.fullmatch(w) for w in re.findall(r"[\w@-]+", " ".join([caption, *names]))))
     sent = " ".join((item.text or "").split())
     out = []
     for line in table.rows:
@@ -260,7 +261,7 @@ def _cells(n: int, item: RetrievedItem, original: str) -> list[tuple[Cell, Words
                 continue
             if column or len(values) == 1:  # an unnamed column only where it is the row's one value
                 meant = " ".join(v for k, v in spelled.items() if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", column))
-                cell = Cell(n, name, column, labels, row[j], quote, title, metrics, results, caption,
+                cell = Cell(n, name, column, labels, row[j], quote, title, unsaid_metric, caption,
                             item.paper_title or "")
                 out.append((cell, row_words, words(f"{column} {meant}"), caption_words))
     return out
@@ -308,7 +309,7 @@ def read_cell(question: str, items: Sequence[RetrievedItem], originals: Sequence
         by_title = (cell.title & asked.stems) - by_row - by_column - by_caption
         everything = row_words.stems | column_words.stems | caption_words.stems | cell.title
         # A metric a table of results never names (SciBERT's results never say "F1") is not held against it.
-        unsaid = not cell.metrics and cell.results
+        unsaid = cell.unsaid_metric
         if any(stems and not (stems & everything) and not (unsaid and _METRIC.fullmatch(name))
                for name, stems in names):
             continue  # a name the question holds that neither this cell's table nor its paper's title does

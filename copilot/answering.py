@@ -199,6 +199,28 @@ def unaddressed(question: str, answer: str, quotes: list[str], subjects: list[st
     return sorted(n for n in asked if _squash(n) and _squash(n) not in said and _squash(n) not in subject)
 
 
+def _mentions(text: str, name: str) -> bool:
+    """Does ``text`` (case-folded) name ``name`` as a word of its own, written with or without its hyphens and spaces
+    ("TREC-COVID", "trec covid"), or in the singular ("GPUs": "GPU")?"""
+    letters = _squash(name)
+    forms = {letters, letters[:-1]} if len(letters) > 2 and letters.endswith("s") else {letters}
+    return any(re.search(r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, form)) + r"s?(?![^\W_])", text)
+               for form in forms if form)
+
+
+def unmentioned(question: str, items: list[RetrievedItem]) -> list[str]:
+    """The names the question asks about (acronyms, mixed-case and digit-bearing terms: "TREC-COVID", "GovReport",
+    "GPUs") that no paper's passage sent mentions, nor its title or section. An answer about one of them would rest
+    on the question's word alone, so the model is not asked. A capitalised word is left aside: in a language that
+    capitalises its nouns, it names nothing; so is a metric's name ("F1"), which a table of results need not say
+    (SciBERT's never does). An earlier finding (a thought) does not count: only a paper's own text tells what the
+    paper says."""
+    text = " \n ".join(source_text(i) for i in items if i.kind != "thought").casefold()
+    asked = dict.fromkeys(n.removesuffix("'s").removesuffix("’s") for n in grounding.names_in(question))
+    return [n for n in asked if (any(ch.isupper() for ch in n[1:]) or any(ch.isdigit() for ch in n))
+            and not table_reader.is_metric(n) and not _mentions(text, n)]
+
+
 # A question that asks for a count, an amount or a score ("How many …", "What F1 does … reach", "What percentage of
 # …", "What does X score on …", "What does X get on …", "What R@3 does X reach", "How well does X do …", "How large
 # is …", "Which result is reported for …"): its answer must state one.
@@ -340,6 +362,10 @@ def trim_repetition(text: str) -> str | None:
     return None
 
 
+# An answer never opens with a citation: asked to cite its sources, a small model sometimes answers "[1]" and nothing
+# else (8 look-ups of 54 in one run of the QA benchmark); kept from opening so, it states what the source says.
+ANSWER_NEVER_OPENS = ("[",)
+
 RECHECK_TEMPERATURE = 0.7  # a recheck samples: what the model read it repeats, what it guessed it changes
 # Only answers up to this long are rechecked: a look-up's answer, whose one fact a recheck either repeats or not. A
 # longer answer, written again, tells its story in another order and leaves out facts it did not guess.
@@ -361,23 +387,47 @@ def rechecks(llm: ChatModel, messages: list[dict[str, str]], answer: str, *, sam
     try:
         for _ in range(samples):
             out.append(llm.chat(messages, max_tokens=cap, temperature=RECHECK_TEMPERATURE, user=user,
-                                priority=Priority.ANSWER))
+                                priority=Priority.ANSWER, never_opens=ANSWER_NEVER_OPENS))
     except LLMError as exc:
         log.warning("the recheck of an answer failed: %s", exc)  # those written before it still count
     return out
 
 
+# Where a line of the answer starts as a source of the prompt does: "[2] (Node Types) … The literature graph …".
+_NUMBERED_LINE = re.compile(r"^[ \t]*\[(\d+)\][ \t]*(?=\()", re.MULTILINE)
+_ECHO_CHARS = 12  # so many characters of a source's head, copied, make an echo
+
+
+def echo_start(text: str, sources: list[str]) -> int | None:
+    """Where ``text`` starts copying one of its numbered ``sources`` as the prompt shows them ("[1] (Title, Section)
+    …"), a small model's way of pasting its sources instead of answering; None when it does not (yet)."""
+    for match in _NUMBERED_LINE.finditer(text):
+        n = int(match.group(1))
+        if not 1 <= n <= len(sources):
+            continue
+        copied = " ".join(text[match.end():].split()).casefold()
+        head = " ".join(sources[n - 1].split()).casefold()
+        size = min(len(head), _ECHO_CHARS)
+        if len(copied) >= size and copied[:size] == head[:size]:
+            return match.start()
+    return None
+
+
 def stream_until_repeating(llm: ChatModel, messages: list[dict[str, str]], *, max_tokens: int,
-                           temperature: float, ticket: Ticket | None = None, trace: TokenTrace | None = None
-                           ) -> Iterator[str]:
+                           temperature: float, ticket: Ticket | None = None, trace: TokenTrace | None = None,
+                           sources: list[str] | None = None) -> Iterator[str]:
     """The growing text of one streamed call, cut (and the stream closed) where the model starts repeating
-    itself: a small model that loops has nothing more to say. ``ticket``: the slot the caller waited for;
+    itself: a small model that loops has nothing more to say. Given the ``sources`` the prompt numbers (an answer's
+    call), it never opens with a citation (:data:`ANSWER_NEVER_OPENS`) and is cut where it starts copying one of them
+    (:func:`echo_start`). ``ticket``: the slot the caller waited for;
     ``trace``: filled with the tokens' probabilities where the backend can."""
     text = ""
-    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket, trace=trace)
+    stream = llm.stream(messages, max_tokens=max_tokens, temperature=temperature, ticket=ticket, trace=trace,
+                        never_opens=ANSWER_NEVER_OPENS if sources else ())
     for piece in stream:
         text += piece
-        trimmed = trim_repetition(text)
+        echo = echo_start(text, sources) if sources else None
+        trimmed = text[:echo].strip() if echo is not None else trim_repetition(text)
         if trimmed is not None:
             stream.close()
             yield trimmed
@@ -637,6 +687,9 @@ class Answerer:
         model, fallback = llm or self.llm, ""
         # Nothing in scope bears on the question: the model is not asked (it would answer from its own recollection).
         unbearing = not items or found.bearing < self.settings.min_bearing
+        # Nor when it names something ("TREC-COVID") that no passage sent mentions: the sources say nothing of it.
+        unnamed = [] if unbearing else unmentioned(question, items)
+        unbearing = unbearing or bool(unnamed)
         # A question that names one row and one column of a table sent is answered with that cell, not by the model.
         cell, cell_checked = (None if unbearing else self._table_cell(question, found, language)) or (None, None)
         if cell is not None:
@@ -645,10 +698,9 @@ class Answerer:
             yield answer
         elif not unbearing:
             # The fixed part first (system prompt, instructions), the question last: see prompts.answer_user.
+            sent = source_texts(items)
             messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM},
-                        {"role": "user",
-                         "content": prompts.answer_user(question, source_texts(items), about_user,
-                                                        language=language)}]
+                        {"role": "user", "content": prompts.answer_user(question, sent, about_user, language=language)}]
             while True:
                 line = model.scheduler
                 ticket = line.enqueue(user_id, Priority.ANSWER)
@@ -659,7 +711,7 @@ class Answerer:
                     reading = trace if self.settings.fact_min_probability > 0 else None
                     for answer in stream_until_repeating(model, messages, max_tokens=self.settings.max_answer_tokens,
                                                          temperature=self.settings.temperature, ticket=ticket,
-                                                         trace=reading):
+                                                         trace=reading, sources=sent):
                         if first_word is None and answer.strip():
                             first_word = time.perf_counter()
                         yield answer
@@ -688,8 +740,9 @@ class Answerer:
             except Exception:  # noqa: BLE001 - the answer was streamed already: keep it, unchecked
                 log.exception("the grounding check of an answer failed")
                 checked = None
-            reason = decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
-                                    [i.paper_title or "" for i in items], table_captions(items))
+            reason = (f"no passage found in the papers in scope mentions {', '.join(unnamed)}" if unnamed else
+                      decline_reason(answer, checked, unbearing, self.settings.grounding_threshold, question,
+                                     [i.paper_title or "" for i in items], table_captions(items)))
             if not reason and checked is not None:
                 reason = unsure_reason(answer, trace, self.settings.fact_min_probability, question)
         t_check = time.perf_counter()

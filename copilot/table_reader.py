@@ -126,6 +126,11 @@ def _token_stems(text: str) -> list[list[str]]:
     return out
 
 
+def is_metric(word: str) -> bool:
+    """Is ``word`` a metric's name (F1, MAP, R@10, BLEU-4), which a table of results need not say?"""
+    return _METRIC.fullmatch(word) is not None
+
+
 def _metric_word(token: list[str]) -> bool:
     """Is this word of a question (its stems) a metric's name (F1, accuracy, R@10, BLEU-4)?"""
     return any(_METRIC.fullmatch(w) for w in token)

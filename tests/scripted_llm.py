@@ -36,6 +36,7 @@ class ScriptedLLM(ChatModel):
         self.thoughts = list(thoughts or [])
         self.rechecks = list(rechecks or [])
         self.calls: list[list[Message]] = []
+        self.never_opens: list[tuple[str, ...]] = []  # what each answer and recheck kept from opening with
         self.rechecked: list[list[Message]] = []
         self.last_answer = ""
         self.gate: threading.Event | None = None  # when set, thought calls wait for it
@@ -49,6 +50,8 @@ class ScriptedLLM(ChatModel):
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         from copilot.answering import RECHECK_TEMPERATURE
 
+        if options.probe is None:
+            self.never_opens.append(options.never_opens)
         if options.probe is None and options.temperature == RECHECK_TEMPERATURE and self.calls \
                 and messages == self.calls[-1]:
             self.rechecked.append(messages)

@@ -109,6 +109,26 @@ def test_token_trace_reads_the_probability_of_each_written_token(llm: LlamaCppMo
     assert len(short.tokens) == 3 and short.full, short
 
 
+def test_a_reply_kept_from_an_opening_never_starts_with_it(llm: LlamaCppModel) -> None:
+    """Told to answer with a bare citation, the model does; kept from opening with "[", it writes words instead, and
+    only its first token is constrained (a citation later in the reply stays)."""
+    from copilot.llm import TokenTrace
+
+    messages = [{"role": "user", "content": "Source [1]: The corpus holds 81.1M papers.\nReply with the source's "
+                                            "number in brackets, like [1], and nothing else."}]
+    plain = llm.chat(messages, max_tokens=8, temperature=0.0)
+    trace = TokenTrace()
+    kept = llm.chat(messages, max_tokens=8, temperature=0.0, never_opens=("[",), trace=trace)
+    assert kept.strip() and not kept.lstrip().startswith("["), (plain, kept)
+    if llm.embedded and llm.embedded.name == DEFAULT_EMBEDDED_MODEL:
+        assert plain.lstrip().startswith("["), plain
+    # The trace reads the distribution the first token was drawn from, the masked one: its probability is real.
+    assert trace.tokens and not trace.tokens[0][0].lstrip().startswith("[") and trace.tokens[0][1] > float("-inf")
+    banned = llm._opening_tokens(("[",))
+    assert len(banned) > 1 and all(llm._llama.detokenize([int(t)]).decode("utf-8", "ignore").lstrip()[:1] == "["
+                                   for t in banned[:50])
+
+
 def test_a_base_model_answers_from_the_completion_form(llm: LlamaCppModel) -> None:
     """The same messages as the engine sends; the reply is the answer alone, not the next example."""
     from copilot import prompts

@@ -3,6 +3,8 @@ shown, and thoughts that stay with the papers they came from (scripted LLM, real
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -264,6 +266,55 @@ def test_a_question_nothing_bears_on_is_declined_without_asking_the_model(store:
     result = copilot.ask("What is the capital of France?", user_id="ada", paper_ids=["xai"])
     assert result.declined and llm.calls == [] and result.draft == ""
     assert "bears on" in result.decline_reason
+
+
+def test_a_question_naming_what_no_passage_mentions_is_declined_without_asking_the_model(store: Store,
+                                                                                         embedder: Embedder) -> None:
+    from copilot.answering import unmentioned
+
+    llm = ScriptedLLM(answers=["The model outperforms every baseline on TREC-COVID [1]."])
+    copilot = Copilot(settings(), store, embedder, llm)
+    result = copilot.ask("How do XAI methods perform on the TREC-COVID benchmark?", user_id="ada", paper_ids=["xai"])
+    assert result.declined and llm.calls == [] and result.draft == ""
+    assert result.decline_reason == "no passage found in the papers in scope mentions TREC-COVID"
+    assert result.nearest and all(q.paper_id == "xai" for q in result.nearest)
+    # Named as the passages name it, in another case, spacing or number, it is mentioned; the model is asked.
+    llm = ScriptedLLM(answers=["Training took ten hours on 4 GPUs [1]."])
+    result = Copilot(settings(), store, embedder, llm).ask("How long did training on the gpu take?", user_id="ada",
+                                                           paper_ids=["xai"])
+    assert len(llm.calls) == 1 and not result.declined
+    items = [RetrievedItem("chunk", 1, "Training took ten hours on 4 GPUs and 2 TPUs.", 0.5, paper_id="xai",
+                           section="Body", paper_title="Trec Covid explained"),
+             RetrievedItem("thought", 2, "GovReport summaries are long.", 0.5)]
+    assert unmentioned("Which GPU and which TPUs? Any results on TREC-COVID?", items) == []
+    assert unmentioned("What F1 and MAP do they get with 4 GPUs?", items) == [], "a table need not name its metric"
+    assert unmentioned("Welche Methoden wurden auf GovReport und SciBERT getestet?", items) == ["GovReport", "SciBERT"], \
+        "a capitalised noun names nothing; an earlier finding does not count as the paper's text"
+
+
+def test_an_answer_that_pastes_its_sources_is_cut_where_the_paste_starts(store: Store, embedder: Embedder) -> None:
+    from copilot.answering import echo_start
+
+    def pasting(answer: str) -> Callable[[list[dict[str, str]]], str]:
+        def reply(messages: list[dict[str, str]]) -> str:  # the prompt's first source, as the model reads it
+            first = messages[-1]["content"].split("Sources:\n", 1)[1].split("\n\n")[0]
+            return f"{answer}\n\n{first}\n\n[2] ("
+        return reply
+
+    llm = ScriptedLLM(answers=[pasting("XAI stands for Explainable artificial intelligence [1].")])
+    result = Copilot(settings(), store, embedder, llm).ask("What does XAI stand for?", user_id="ada",
+                                                           paper_ids=["xai"])
+    assert result.answer == "XAI stands for Explainable artificial intelligence [1]." and not result.declined
+    assert llm.rechecked and set(llm.never_opens) == {("[",)}, "the answer and its rechecks never open with a citation"
+    llm = ScriptedLLM(answers=[pasting("")])
+    result = Copilot(settings(), store, embedder, llm).ask("What does XAI stand for?", user_id="ada",
+                                                           paper_ids=["xai"])
+    assert result.declined and result.decline_reason == "the model found no answer in the sources"
+    sources = ["(XAI for chemistry, Body) Deep learning models are often criticised.", "(Body) Training took ten."]
+    assert echo_start("Ten hours [2].\n[2] (Body) Training took", sources) == len("Ten hours [2].\n")
+    assert echo_start("Ten hours [2].\n[2] (Bod", sources) is None, "not yet known to be a paste"
+    assert echo_start("Ten hours [2].\n[2] (see the table) took ten", sources) is None
+    assert echo_start("As [1] (XAI for chemistry, Body) says", sources) is None, "a citation inside a line"
 
 
 def test_an_unsupported_sentence_is_marked_beside_a_supported_one(store: Store, embedder: Embedder) -> None:

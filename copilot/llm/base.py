@@ -77,6 +77,8 @@ class GenerationOptions:
     probe: ChoiceProbe | None = None
     grammar: str | None = None  # GBNF; backends that cannot constrain decoding ignore it
     trace: TokenTrace | None = None
+    # Texts the reply may not open with (an answer's bare "[1]"); backends that cannot constrain decoding ignore it.
+    never_opens: tuple[str, ...] = ()
 
 
 class CallOptions(TypedDict, total=False):
@@ -88,6 +90,7 @@ class CallOptions(TypedDict, total=False):
     probe: ChoiceProbe | None
     grammar: str | None
     trace: TokenTrace | None
+    never_opens: tuple[str, ...]
     user: str | None
     priority: Priority | None
     ticket: Ticket | None
@@ -136,6 +139,7 @@ class ChatModel(ABC):
         probe: ChoiceProbe | None = None,
         grammar: str | None = None,
         trace: TokenTrace | None = None,
+        never_opens: tuple[str, ...] = (),
         user: str | None = None,
         priority: Priority | None = None,
         ticket: Ticket | None = None,
@@ -147,7 +151,7 @@ class ChatModel(ABC):
         waited itself, showing its place in line); the slot is released when the stream ends or is closed.
         """
         options = GenerationOptions(max_tokens=max_tokens, temperature=temperature, stop=stop, probe=probe,
-                                    grammar=grammar, trace=trace)
+                                    grammar=grammar, trace=trace, never_opens=never_opens)
         if ticket is None:
             default_user, default_priority = current_caller()
             ticket = self.scheduler.enqueue(default_user if user is None else user,

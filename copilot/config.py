@@ -51,9 +51,9 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(
         "",
-        description="Model name for the remote backends. For the local one: an embedded model (qwen2.5-coder-0.5b, "
-        "smollm2-135m, gemma3-270m, qwen2.5-coder-1.5b) or a path to any GGUF file. Empty: the backend's default "
-        "(for local, qwen2.5-coder-0.5b, chosen by `python -m copilot.bench qa`).",
+        description="Model name for the remote backends. For the local one: an embedded model (qwen2.5-coder-1.5b, "
+        "qwen2.5-coder-0.5b, smollm2-135m, gemma3-270m) or a path to any GGUF file. Empty: the backend's default "
+        "(for local, qwen2.5-coder-1.5b, chosen by `python -m copilot.bench qa`).",
     )
     llm_prompt_form: Literal["auto", "chat", "completion"] = Field(
         "auto", description="Local model: how prompts are written for it. chat = its chat template (instruction "

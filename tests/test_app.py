@@ -20,7 +20,7 @@ def test_chat_api_answers_with_the_embedded_model(app_url: str) -> None:
     api = client.view_api(return_format="dict", print_info=False)
     assert "/chat" in api["named_endpoints"]
     info = client.predict(api_name="/model_info")
-    assert info["backend"] == "local" and "Qwen2.5-Coder-0.5B" in info["model"]
+    assert info["backend"] == "local" and "Qwen2.5-Coder-1.5B" in info["model"]
     textbox, history, retrieved, query_id, status = client.predict(
         "What is a citation graph? Answer in one sentence.", [], [], False, False, api_name="/chat")
     assert textbox == "" and isinstance(query_id, int | float)

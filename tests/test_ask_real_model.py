@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from copilot.config import GROUNDING_THRESHOLD
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from tests.conftest import ROOT, TEST_DATA, clean_env
 
 pytestmark = pytest.mark.slow
@@ -46,7 +47,7 @@ def asked(tmp_path: Path, embedded_model: str, added: tuple[Path, str]) -> tuple
     return record, paper_id, env
 
 
-@pytest.mark.parametrize("embedded_model", ["smollm2-135m", "gemma3-270m"])
+@pytest.mark.parametrize("embedded_model", ["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: str,
                                                added: tuple[Path, str]) -> None:
     record, _, _ = asked(tmp_path, embedded_model, added)
@@ -55,7 +56,7 @@ def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: 
 
 
 def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[Path, str]) -> None:
-    record, paper_id, env = asked(tmp_path, "qwen2.5-coder-0.5b", added)
+    record, paper_id, env = asked(tmp_path, DEFAULT_EMBEDDED_MODEL, added)
     assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["sources"] and all(s["kind"] == "chunk" and s["paper_id"] == paper_id for s in record["sources"])
     assert [s["n"] for s in record["sources"]] == list(range(1, len(record["sources"]) + 1))

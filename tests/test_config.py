@@ -15,7 +15,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     s = Settings()
     assert s.data_dir == Path("data")
-    assert s.context_budget_tokens == 350 < 2000, "the default embedded model's own (Qwen2.5-Coder-0.5B)"
+    assert s.context_budget_tokens == 350 < 2000, "the default embedded model's own (Qwen2.5-Coder-1.5B)"
     assert Settings(llm_model="/models/mine.gguf").context_budget_tokens == LOCAL_CONTEXT_BUDGET_TOKENS
     assert s.max_answer_tokens == LOCAL_MAX_ANSWER_TOKENS
     assert s.top_k == 8

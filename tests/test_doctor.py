@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from tests.conftest import ROOT, clean_env
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ def test_doctor_json_all_ok_offline(tmp_path: Path) -> None:
     assert all(c["ok"] for c in checks.values())
     assert checks["embedder"]["data"]["dimension"] == 384
     assert checks["llm"]["data"]["backend"] == "local"
-    assert "qwen2.5-coder-0.5b" in checks["llm"]["data"]["model"], "the default embedded model"
+    assert DEFAULT_EMBEDDED_MODEL in checks["llm"]["data"]["model"], "the default embedded model"
     assert checks["llm"]["data"]["licence"].startswith("Apache-2.0") and "licence: Apache-2.0" in checks["llm"]["detail"]
     assert checks["llm"]["data"]["tokens"] > 0 and checks["llm"]["data"]["tokens_per_s"] > 0
     assert checks["sqlite"]["data"]["journal_mode"] == "wal"

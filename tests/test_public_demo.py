@@ -216,10 +216,11 @@ def test_question_limits_cost_no_model_call_and_keep_nothing(demo, tmp_path: Pat
 
 
 def test_questions_per_minute(demo) -> None:  # noqa: ANN001
-    url, _, llm, _ = demo
+    url, services, llm, _ = demo
     client = Client(url, verbose=False)
     for i in range(3):
         client.predict(f"What is question number {i} about?", [], [], False, False, api_name="/chat")
+    assert services.copilot.flush(timeout=60), "the thoughts of those answers, written in the background"
     calls = len(llm.calls)
     with pytest.raises(Exception, match="3 questions in the last minute"):
         client.predict("One more?", [], [], False, False, api_name="/chat")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, TEST_DATA, free_port
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from copilot.ui.agent_tools import NEEDS_TOKEN
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _tab, _wait_text
 from tests.test_mcp import Agent
@@ -138,7 +139,7 @@ def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path
             _wait_text(page, "#token-status", "created", timeout=60_000)
             token = page.locator("#token-secret input, #token-secret textarea").first.input_value()
             answer = Agent(url, token).call("ask", question=QUESTION)
-            assert answer["model"] == "local:qwen2.5-coder-0.5b" and answer["sources"], answer
+            assert answer["model"] == f"local:{DEFAULT_EMBEDDED_MODEL}" and answer["sources"], answer
             assert all(s["title"] and s["paper_id"].startswith("pdf-") for s in answer["sources"])
             assert answer["evidence"] if not answer["declined"] else answer["nearest"], answer
             assert NEEDS_TOKEN in Agent(url).refusal("ask", question=QUESTION)

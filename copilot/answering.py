@@ -543,6 +543,7 @@ class Answerer:
         self.store = store
         self.embedder = embedder
         self.llm = llm
+        llm.prepare(never_opens=ANSWER_NEVER_OPENS)  # at start-up, not on the first question
         self.memory = ThoughtMemory(store, embedder, llm, settings)
         self.sentence_vectors = SentenceVectors(embedder)
         self._warm_queue: queue.Queue[str] = queue.Queue()

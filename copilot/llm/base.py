@@ -129,6 +129,10 @@ class ChatModel(ABC):
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model's context (an estimate for remote models)."""
 
+    def prepare(self, *, never_opens: tuple[str, ...] = ()) -> None:  # noqa: B027 - most backends need nothing
+        """Read ahead what later calls with these options need (llama.cpp: the tokens an opening rules out, a scan
+        of its whole vocabulary), so that a user's first question does not wait for it."""
+
     def stream(
         self,
         messages: list[Message],

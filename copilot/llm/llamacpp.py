@@ -153,6 +153,11 @@ class LlamaCppModel(ChatModel):
             self._openings[openings] = np.array(ids, dtype=np.intp)
         return self._openings[openings]
 
+    def prepare(self, *, never_opens: tuple[str, ...] = ()) -> None:
+        if never_opens:
+            with self._lock:
+                self._opening_tokens(never_opens)
+
     def _opening_processor(self, openings: tuple[str, ...]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """A logits processor that keeps the reply's first token from opening with one of ``openings``: a small
         model asked to cite its sources sometimes answers with the bare citation ("[1]") and nothing else."""

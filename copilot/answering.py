@@ -250,34 +250,6 @@ def asks_for_quantity(question: str) -> bool:
     return _ASKS_QUANTITY.search(question) is not None
 
 
-# "How many topic classes are there …", "How many of the surveyed papers did …": the words that name what is counted,
-# up to the verb, a preposition or the question's end.
-_HOW_MANY = re.compile(
-    r"\bhow\s+many\s+(?:of\s+(?:the|these|those|their|its|our|all)\s+)?((?:[\w'’-]+\s+){0,4}?[\w-]+)['’]?"
-    r"(?=\s+(?:do|does|did|is|are|was|were|has|have|had|can|could|would|will|should|of|in|on|for|between|from|with|"
-    r"at|by|per|to|there|that|which|were)\b|\s*[?(,.:;]|\s*$)", re.IGNORECASE)
-
-
-def counted_thing(question: str) -> str | None:
-    """The word naming what a "How many …" question counts: the last of the words before its verb ("classes" in "How
-    many topic classes are there in …", "parameters" in "How many parameters does …"), or None."""
-    match = _HOW_MANY.search(question)
-    return match.group(1).split()[-1] if match else None
-
-
-def counts_something_else(question: str, sentences: list[str]) -> str:
-    """For a "How many X" question, what the answer counts instead of X when every number it puts before X has X
-    only modifying another noun ("How many parameters …": "a total of 9 parameter combinations"): that compound, or
-    "" (a number of X itself, or none written before X at all, decides nothing here)."""
-    thing = counted_thing(question)
-    if not thing:
-        return ""
-    found = [grounding.counts_of(s, thing) for s in sentences]
-    if any(counted for counted, _ in found):
-        return ""
-    return next((compound for _, compounds in found for compound in compounds), "")
-
-
 def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, threshold: float,
                    question: str = "", subjects: list[str] = (), captions: list[str] = ()) -> str:
     """Why the question is declined ("" when it is answered): nothing in scope bears on it, the model said the
@@ -302,9 +274,6 @@ def decline_reason(answer: str, checked: Grounding | None, unbearing: bool, thre
         return f"the answer found does not address {', '.join(missing)}"
     if question and asks_for_quantity(question) and not any(grounding.states_quantity(s.sentence) for s in sourced):
         return "the question asks for a number, and no supported sentence of the answer states one"
-    other = counts_something_else(question, [s.sentence for s in sourced]) if question else ""
-    if other:
-        return f"the question asks how many {counted_thing(question)}, and the answer counts {other}"
     return ""
 
 

@@ -191,38 +191,10 @@ _UNIT_AFTER = re.compile(r"\s*(?:[kmbt](?![a-z])|thousand|million|billion|trilli
                          re.IGNORECASE)
 
 
-# Words ending in "s" after a noun that are verbs, not a plural the noun modifies ("one GPU takes 3 days").
-_VERBS_AFTER_NOUN = frozenset(
-    "take require need use run contain give show achieve reach yield produce perform process cover include consist cost "
-    "outperform improve provide allow enable make get obtain report see seem become remain train learn compute "
-    "generate support handle fit hold lead help mean represent correspond describe depend refer result follow apply "
-    "appear exist work add compare consume last span".split())
-
-
-def modifies_next(text: str, end: int) -> bool:
-    """Does the word ending at ``end``, written in the singular, name what the plural noun right after it is made of
-    rather than what is counted ("9 parameter combinations", "10 GPU hours", "100 token sequences")? A number before
-    it then counts combinations, hours or sequences, not parameters, GPUs or tokens. A verb after the noun ("one
-    GPU takes 3 days") is not such a plural."""
-    if not text[max(0, end - 1):end].isalpha() or text[max(0, end - 1):end].lower() == "s":
-        return False
-    after = re.match(r"[ \t]+([A-Za-z][a-z]{2,}s)\b", text[end:])
-    if not after:
-        return False
-    word = after.group(1).lower()
-    if word.endswith(("ss", "us", "is")) or word in _stop_words():
-        return False
-    singular = {word[:-1], word[:-2], word[:-3] + "y" if word.endswith("ies") else word[:-1]}
-    return not singular & _VERBS_AFTER_NOUN
-
-
 def _unit_after(text: str, end: int) -> str | None:
-    """The unit of measure right after a number ending at ``end`` ("10 hours", "93%", "3.1B tokens"), if any; not a
-    word that only modifies the noun after it ("10 GPU hours" counts hours)."""
+    """The unit of measure right after a number ending at ``end`` ("10 hours", "93%", "3.1B tokens"), if any."""
     match = _UNIT_AFTER.match(text, end)
-    if not match or modifies_next(text, match.end()):
-        return None
-    return _UNITS.get(match.group(1).lower())
+    return _UNITS.get(match.group(1).lower()) if match else None
 
 
 def _plain(text: str) -> str:
@@ -250,7 +222,7 @@ def _values(text: str) -> set:
     for match, value, scale in _digits(text):
         values = {value, value * _SCALES[scale]} if scale else {value}
         out |= values
-        units = _units_near(text, match.end())
+        units = {_UNITS.get(w) for w in re.findall(r"%|\$|€|[a-z]+", text[match.end():match.end() + 40].lower())[:3]}
         if text[max(0, match.start() - 1):match.start()] == "$":
             units.add("$")
         out |= {(round(v, 6), u) for v in values for u in units if u}
@@ -258,17 +230,9 @@ def _values(text: str) -> set:
         value = float(_NUMBER_WORDS[match.group(1).lower()])
         values = {value * _SCALES[match.group(2).lower()]} if match.group(2) else {value}
         out |= values
-        units = _units_near(text, match.end())
+        units = {_UNITS.get(w) for w in re.findall(r"%|[a-z]+", text[match.end():match.end() + 40].lower())[:3]}
         out |= {(round(v, 6), u) for v in values for u in units if u}
     return {round(v, 6) if isinstance(v, float) else v for v in out}
-
-
-def _units_near(text: str, end: int) -> set[str | None]:
-    """The units of measure among the three words after a number ending at ``end`` ("8 V100 GPUs"), leaving out a
-    word that modifies the plural after it ("9 parameter combinations" states no number of parameters)."""
-    window = text[end:end + 40]
-    return {_UNITS.get(m.group(0).lower()) for m in list(re.finditer(r"%|\$|€|[A-Za-z]+", window))[:3]
-            if not modifies_next(window, m.end())}
 
 
 def _numbers(text: str) -> list[tuple[str, set[float]]]:
@@ -386,29 +350,6 @@ def states_quantity(sentence: str) -> bool:
         if not _LABEL_BEFORE.search(text[max(0, match.start() - 12):match.start()]):
             return True
     return bool(_NUMBER_WORD.search(text) or _COUNT_WORDS.search(text))
-
-
-def counts_of(sentence: str, thing: str) -> tuple[bool, list[str]]:
-    """Where ``sentence`` writes a number before the word ``thing`` (by stem, at most three words after it: "8 NVIDIA
-    V100 GPUs"): whether one of them counts the thing itself, and the compounds counted instead where the word only
-    modifies the plural after it ("a total of 9 parameter combinations": ``(False, ["parameter combinations"])``)."""
-    text = strip_citations(sentence)
-    stem = _stemmer().stem
-    wanted = stem(thing.casefold().strip("'’"))
-    ends = [m.end() for m, _, _ in _digits(text) if not _LABEL_BEFORE.search(text[max(0, m.start() - 12):m.start()])]
-    ends += [m.end() for m in _NUMBER_WORD.finditer(text)]
-    counted, compounds = False, []
-    for word in re.finditer(r"[A-Za-z][A-Za-z'’-]*", text):
-        if stem(word.group(0).casefold().strip("'’")) != wanted:
-            continue
-        between = [text[end:word.start()] for end in ends if end <= word.start()]
-        if not any(len(gap.split()) <= 3 and not re.search(r"[.,;:()\[\]]", gap) for gap in between):
-            continue
-        if modifies_next(text, word.end()):
-            compounds.append(" ".join(re.findall(r"[A-Za-z][A-Za-z'’-]*", text[word.start():])[:2]))
-        else:
-            counted = True
-    return counted, compounds
 
 
 def missing_facts(sentence: str, sources: SourceFacts, given: SourceFacts | None = None) -> list[str]:

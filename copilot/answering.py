@@ -536,14 +536,17 @@ class Answerer:
     """Questions in, cited answers out, thoughts remembered (the pipeline under :class:`copilot.engine.Copilot`)."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, llm: ChatModel, *,
-                 adopt_jobs: bool = False) -> None:
+                 adopt_jobs: bool = False, read_ahead: bool = False) -> None:
         """``adopt_jobs``: the background worker also writes the thoughts other processes answered and left
-        (a replica of the web app; a command that asks one question leaves them to it)."""
+        (a replica of the web app; a command that asks one question leaves them to it). ``read_ahead``: a process
+        that lives on to answer (the web app) has the model read now what its answers' options need, so that its
+        first question does not wait for it; a command that may ask nothing leaves it to its first answer."""
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.llm = llm
-        llm.prepare(never_opens=ANSWER_NEVER_OPENS)  # at start-up, not on the first question
+        if read_ahead:
+            llm.prepare(never_opens=ANSWER_NEVER_OPENS)
         self.memory = ThoughtMemory(store, embedder, llm, settings)
         self.sentence_vectors = SentenceVectors(embedder)
         self._warm_queue: queue.Queue[str] = queue.Queue()

@@ -102,8 +102,9 @@ class Copilot(Answerer):
         """``adopt_jobs``: the background worker also writes the thoughts other processes answered and left
         (a replica of the web app; a command that asks one question leaves them to it). ``library``: the
         papers' library over this store (default: opened on first use). ``read_ahead``: a process that lives on
-        after adding a paper (the web app) reads its sentences ahead of its first question (:meth:`warm_paper`)."""
-        super().__init__(settings, store, embedder, llm, adopt_jobs=adopt_jobs)
+        after adding a paper (the web app) reads its sentences ahead of its first question (:meth:`warm_paper`), and
+        what the model's answers need at start-up."""
+        super().__init__(settings, store, embedder, llm, adopt_jobs=adopt_jobs, read_ahead=read_ahead)
         self.memories = PersonalMemories(store, embedder, settings, self.associative_vector)
         self.read_ahead = read_ahead
         self._library = self._watched(library) if library is not None else None

@@ -38,6 +38,7 @@ class ScriptedLLM(ChatModel):
         self.calls: list[list[Message]] = []
         self.never_opens: list[tuple[str, ...]] = []  # what each answer and recheck kept from opening with
         self.rechecked: list[list[Message]] = []
+        self.prepared: list[tuple[str, ...]] = []  # what the engine had the model read ahead (prepare)
         self.last_answer = ""
         self.gate: threading.Event | None = None  # when set, thought calls wait for it
         # Thoughts start as soon as the model is free (the product waits 1 s after an answer; its own tests
@@ -46,6 +47,9 @@ class ScriptedLLM(ChatModel):
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+    def prepare(self, *, never_opens: tuple[str, ...] = ()) -> None:
+        self.prepared.append(never_opens)
 
     def _stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         from copilot.answering import RECHECK_TEMPERATURE

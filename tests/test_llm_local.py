@@ -126,7 +126,7 @@ def test_a_reply_kept_from_an_opening_never_starts_with_it(llm: LlamaCppModel) -
         assert plain.lstrip().startswith("["), plain
     # The trace reads the distribution the first token was drawn from, the masked one: its probability is real.
     assert trace.tokens and not trace.tokens[0][0].lstrip().startswith("[") and trace.tokens[0][1] > float("-inf")
-    llm.prepare(never_opens=("(",))  # read ahead, as the answerer does at start-up: no call waits for the scan
+    llm.prepare(never_opens=("(",))  # read ahead, as the web app's answerer does at start-up: no call waits for the scan
     assert ("(",) in llm._openings and len(llm._openings[("(",)]) > 1
     banned = llm._opening_tokens(("[",))
     assert len(banned) > 1 and all(llm._llama.detokenize([int(t)]).decode("utf-8", "ignore").lstrip()[:1] == "["

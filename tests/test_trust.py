@@ -137,7 +137,12 @@ def test_the_papers_own_name_in_a_question_never_outweighs_the_words_that_tell_s
 def test_a_new_papers_sentences_are_read_before_its_first_question(tmp_path, embedder: Embedder) -> None:  # noqa: ANN001
     """Adding a paper reads its sentence vectors in the background: its first question embeds none of them."""
     settings_ = settings(data_dir=tmp_path / "data")
-    copilot = Copilot(settings_, Store.open(settings_), embedder, ScriptedLLM(), read_ahead=True)
+    llm = ScriptedLLM()
+    copilot = Copilot(settings_, Store.open(settings_), embedder, llm, read_ahead=True)
+    assert llm.prepared == [("[",)], "the web app has the model read ahead what its answers need"
+    once = ScriptedLLM()
+    Copilot(settings_, copilot.store, embedder, once)
+    assert once.prepared == [], "a command that may ask nothing leaves that to its first answer"
     added = copilot.library.add_pdf(TEST_DATA / "papers" / "2020.acl-main.207.pdf", user_id="ada")
     assert copilot.flush(timeout=120)
     read_ahead = len(copilot.sentence_vectors._cache)

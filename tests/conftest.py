@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,22 @@ TEST_DATA = DATA_ROOT
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Each test process (each worker), and the apps it starts, keep uploads in a folder of their own. Gradio files an
+# upload under a hash of its bytes, so two apps on one machine given the same PDF at once share its path, and the
+# first to add it and discard its copy removes the other's before that one is read.
+os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="copilot-tests-uploads-")
+atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True)
+
+# `make test` runs two workers on a machine's cores. A local model started by a test computes on its worker's
+# share of them: a llama.cpp thread that waits for a core the other worker holds spins, and a real-model answer
+# beside a busy core took longer on two threads than on one.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+CORES_EACH = max(1, len(os.sched_getaffinity(0)) // WORKERS)
+
+
+def shared_cores(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the local model's threads set to this worker's share of the cores (under several workers)."""
+    return env | {"COPILOT_LLM_THREADS": str(CORES_EACH)} if WORKERS > 1 else env
 
 
 @functools.cache
@@ -45,7 +64,7 @@ def clean_env() -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"
     env["GRADIO_ANALYTICS_ENABLED"] = "False"
-    return env
+    return shared_cores(env)
 
 
 def free_port() -> int:

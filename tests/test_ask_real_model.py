@@ -101,6 +101,8 @@ def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[P
     else:
         assert thoughts == []
 
-    no_thoughts = cli("-m", "copilot", "ask", "What is SPECTER?", "--json", "--no-thoughts", env=env)
+    # `--no-thoughts` makes the answer's call alone; the smallest model shows it as well as the default would.
+    no_thoughts = cli("-m", "copilot", "ask", "What is SPECTER?", "--json", "--no-thoughts",
+                      env=env | {"COPILOT_LLM_MODEL": "smollm2-135m"})
     record = json.loads(no_thoughts.stdout)
     assert record["llm_calls"] == 1 and record["thought"]["outcome"] == "dropped"

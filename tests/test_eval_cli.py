@@ -45,14 +45,14 @@ def test_quick_run_with_the_embedded_model(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "copilot.eval", "--task", "abstract-single", "--quick", "--data", str(papers),
                "--methods", "thought-retriever,dense,no-retrieval", "--warmup", "1", "--budget", "300",
                "--answer-tokens", "48", "--out", str(out), "--data-dir", str(app)]
-    # The smaller Qwen model, a real one: the evaluation runs any embedded model; the default's figures are its own
-    # benchmark's (docs/evaluation.md), and the default answers end to end in the browser walk and `ask --json`.
-    env = clean_env() | {"COPILOT_LLM_MODEL": "qwen2.5-coder-0.5b"}
+    # The smallest embedded model, a real one: the evaluation runs any embedded model; the default's figures are its
+    # own benchmark's (docs/evaluation.md), and the default answers end to end in the browser walk and `ask --json`.
+    env = clean_env() | {"COPILOT_LLM_MODEL": "smollm2-135m"}
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     report = json.loads((out / "report.json").read_text())
-    assert report["llm"].startswith("local:qwen2.5-coder-0.5b ") and report["config"]["quick"]
+    assert report["llm"].startswith("local:smollm2-135m ") and report["config"]["quick"]
     task = report["tasks"]["abstract-single"]
     assert task["n_items"] == 1 and set(task["methods"]) == {"thought-retriever", "dense", "no-retrieval"}
     for name, method in task["methods"].items():

@@ -1,5 +1,6 @@
-"""The embedded models run by llama.cpp: Qwen2.5-Coder-0.5B-Instruct (the default) and SmolLM2-135M-Instruct (chat
-prompts) and Gemma 3 270M (completion prompts), each through the same ``ChatModel`` calls."""
+"""The embedded models run by llama.cpp through the same ``ChatModel`` calls: the default
+(Qwen2.5-Coder-1.5B-Instruct) is found without a path; Qwen2.5-Coder-0.5B-Instruct and SmolLM2-135M-Instruct (chat
+prompts) and Gemma 3 270M (completion prompts) answer."""
 
 import math
 
@@ -9,6 +10,7 @@ from copilot.config import Settings
 from copilot.llm import LLMError, build_llm, get_llm
 from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from copilot.llm.llamacpp import LlamaCppModel
+from tests.conftest import CORES_EACH
 
 INSTRUCT = "qwen2.5-coder-0.5b"  # of the models tested here, the one that follows instructions (as the default does)
 
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def llm(request: pytest.FixtureRequest) -> LlamaCppModel:
-    model = get_llm(Settings(llm_backend="local", llm_model=request.param))
+    model = get_llm(Settings(llm_backend="local", llm_model=request.param, llm_threads=CORES_EACH))
     assert isinstance(model, LlamaCppModel)
     assert model.prompt_form == ("completion" if request.param == "gemma3-270m" else "chat")
     return model

@@ -25,7 +25,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAPERS = ["N18-3011.pdf", "2020.acl-main.207.pdf", "2020.acl-main.447.pdf", "2023.eacl-main.121.pdf"]
-# A 135M model does not turn every answer into a thought worth keeping (the filter drops weak ones), so the walk
+# A small model does not turn every answer into a thought worth keeping (the filter drops weak ones), so the walk
 # asks until one is kept: five tries, each a question the test papers answer.
 QUESTIONS = ["What is the literature graph of Semantic Scholar?",
              "What does LongEval recommend for human evaluation of faithfulness?",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from copilot.config import DATA_ROOT, Settings
+from copilot.config import DATA_ROOT, Settings, usable_cpus
 
 if TYPE_CHECKING:
     from ingest.models import ParsedPaper
@@ -35,12 +35,7 @@ atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True
 # share of them: a llama.cpp thread that waits for a core the other worker holds spins, and a real-model answer
 # beside a busy core took longer on two threads than on one.
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-CORES_EACH = max(1, len(os.sched_getaffinity(0)) // WORKERS)
-
-
-def shared_cores(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with the local model's threads set to this worker's share of the cores (under several workers)."""
-    return env | {"COPILOT_LLM_THREADS": str(CORES_EACH)} if WORKERS > 1 else env
+CORES_EACH = max(1, usable_cpus() // WORKERS)
 
 
 @functools.cache
@@ -64,7 +59,9 @@ def clean_env() -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"
     env["GRADIO_ANALYTICS_ENABLED"] = "False"
-    return shared_cores(env)
+    if WORKERS > 1:  # the local model computes on this worker's share of the cores
+        env["COPILOT_LLM_THREADS"] = str(CORES_EACH)
+    return env
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, TEST_DATA, free_port, shared_cores
+from tests.conftest import ROOT, TEST_DATA, clean_env, free_port
 from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from copilot.ui.agent_tools import NEEDS_TOKEN
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _tab, _wait_text
@@ -96,9 +96,8 @@ def _chromium(tmp_path: Path) -> Iterator:
 def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = shared_cores({k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")})
-    env |= {"HF_HUB_OFFLINE": "1", "COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_HOST": "127.0.0.1",
-            "COPILOT_PORT": str(port), "COPILOT_USERS": "session", "COPILOT_SECRET": "s" * 64}
+    env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_HOST": "127.0.0.1",
+                         "COPILOT_PORT": str(port), "COPILOT_USERS": "session", "COPILOT_SECRET": "s" * 64}
     log = tmp_path / "app.log"
     app = _start(env, url, log)
     try:

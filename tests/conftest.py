@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from copilot.config import DATA_ROOT, Settings, usable_cpus
+from copilot.config import DATA_ROOT, Settings
 
 if TYPE_CHECKING:
     from ingest.models import ParsedPaper
@@ -30,12 +30,6 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # first to add it and discard its copy removes the other's before that one is read.
 os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="copilot-tests-uploads-")
 atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True)
-
-# `make test` runs two workers on a machine's cores. A local model started by a test computes on its worker's
-# share of them: a llama.cpp thread that waits for a core the other worker holds spins, and a real-model answer
-# beside a busy core took longer on two threads than on one.
-WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-CORES_EACH = max(1, usable_cpus() // WORKERS)
 
 
 @functools.cache
@@ -59,8 +53,6 @@ def clean_env() -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"
     env["GRADIO_ANALYTICS_ENABLED"] = "False"
-    if WORKERS > 1:  # the local model computes on this worker's share of the cores
-        env["COPILOT_LLM_THREADS"] = str(CORES_EACH)
     return env
 
 

@@ -10,7 +10,6 @@ from copilot.config import Settings
 from copilot.llm import LLMError, build_llm, get_llm
 from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL
 from copilot.llm.llamacpp import LlamaCppModel
-from tests.conftest import CORES_EACH
 
 INSTRUCT = "qwen2.5-coder-0.5b"  # of the models tested here, the one that follows instructions (as the default does)
 
@@ -19,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def llm(request: pytest.FixtureRequest) -> LlamaCppModel:
-    model = get_llm(Settings(llm_backend="local", llm_model=request.param, llm_threads=CORES_EACH))
+    model = get_llm(Settings(llm_backend="local", llm_model=request.param))
     assert isinstance(model, LlamaCppModel)
     assert model.prompt_form == ("completion" if request.param == "gemma3-270m" else "chat")
     return model

@@ -1,6 +1,7 @@
-"""End to end with the default embedded model: add a real paper, ask twice through the CLI, read the record; and one
-smoke test for each other embedded model: the same paper, one question, a record of the same shape. The paper is
-added once through the CLI; each test asks in its own copy of that library."""
+"""End to end with the default embedded model: add a real paper, ask through the CLI, read the record and the thought
+it kept; and one smoke test for each other embedded model (the smallest one with ``--no-thoughts``): the same paper,
+one question, a record of the same shape. The paper is added once through the CLI; each test asks in its own copy of
+that library."""
 
 import json
 import shutil
@@ -31,14 +32,15 @@ def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return data, json.loads(result.stdout)["results"][0]["paper_id"]
 
 
-def asked(tmp_path: Path, embedded_model: str, added: tuple[Path, str]) -> tuple[dict, str, dict[str, str]]:
-    """One question asked with ``ask --json`` in a copy of the library with the paper: the record, the paper's id and
-    the environment."""
+def asked(tmp_path: Path, embedded_model: str, added: tuple[Path, str],
+          *options: str) -> tuple[dict, str, dict[str, str]]:
+    """One question asked with ``ask --json`` (and ``options``) in a copy of the library with the paper: the record,
+    the paper's id and the environment."""
     data, paper_id = added
     shutil.copytree(data, tmp_path / "data")
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_MAX_ANSWER_TOKENS": "80",
                          "COPILOT_LLM_MODEL": embedded_model}
-    first = cli("-m", "copilot", "ask", "How is SPECTER trained?", "--json", env=env)
+    first = cli("-m", "copilot", "ask", "How is SPECTER trained?", "--json", *options, env=env)
     assert first.returncode == 0, first.stderr
     record = json.loads(first.stdout)
     assert record["model"] == f"local:{embedded_model}" or record["declined"], record["model"]
@@ -50,9 +52,13 @@ def asked(tmp_path: Path, embedded_model: str, added: tuple[Path, str]) -> tuple
 @pytest.mark.parametrize("embedded_model", ["qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"])
 def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: str,
                                                added: tuple[Path, str]) -> None:
-    record, _, _ = asked(tmp_path, embedded_model, added)
+    # The smallest model also shows `--no-thoughts`: the answer's call alone, as the default would make it.
+    no_thoughts = embedded_model == "smollm2-135m"
+    record, _, _ = asked(tmp_path, embedded_model, added, *(["--no-thoughts"] if no_thoughts else []))
     assert isinstance(record["declined"], bool) and isinstance(record["evidence"], list)
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"}
+    if no_thoughts:
+        assert record["llm_calls"] == 1 + record["rechecks"] and record["thought"]["outcome"] == "dropped"
 
 
 def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[Path, str]) -> None:
@@ -100,9 +106,3 @@ def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[P
         assert json.loads(cli("-m", "copilot", "thoughts", "list", "--json", env=env).stdout) == []
     else:
         assert thoughts == []
-
-    # `--no-thoughts` makes the answer's call alone; the smallest model shows it as well as the default would.
-    no_thoughts = cli("-m", "copilot", "ask", "What is SPECTER?", "--json", "--no-thoughts",
-                      env=env | {"COPILOT_LLM_MODEL": "smollm2-135m"})
-    record = json.loads(no_thoughts.stdout)
-    assert record["llm_calls"] == 1 and record["thought"]["outcome"] == "dropped"

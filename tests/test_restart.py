@@ -97,7 +97,8 @@ def test_a_guest_finds_its_paper_and_conversation_after_a_restart(tmp_path: Path
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     env = clean_env() | {"COPILOT_DATA_DIR": str(tmp_path / "data"), "COPILOT_HOST": "127.0.0.1",
-                         "COPILOT_PORT": str(port), "COPILOT_USERS": "session", "COPILOT_SECRET": "s" * 64}
+                         "COPILOT_PORT": str(port), "COPILOT_USERS": "session", "COPILOT_SECRET": "s" * 64,
+                         "COPILOT_MAX_ANSWER_TOKENS": "80"}  # short answers: what is tested is what is kept
     log = tmp_path / "app.log"
     app = _start(env, url, log)
     try:

@@ -59,6 +59,7 @@ def test_each_other_embedded_model_answers_once(tmp_path: Path, embedded_model: 
     assert record["thought"]["outcome"] in {"added", "merged", "dropped"}
     if no_thoughts:
         assert record["llm_calls"] == 1 + record["rechecks"] and record["thought"]["outcome"] == "dropped"
+        assert record["thought"]["reason"].startswith("disabled"), record["thought"]
 
 
 def test_ask_json_with_the_default_embedded_model(tmp_path: Path, added: tuple[Path, str]) -> None:

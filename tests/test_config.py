@@ -126,17 +126,20 @@ def test_the_local_model_threads_default_to_the_cores_this_process_may_use() -> 
 
 
 def test_openmp_threads_spin_briefly_unless_the_environment_says_otherwise() -> None:
-    """Importing ``copilot`` sets ``GOMP_SPINCOUNT`` before llama.cpp or torch loads (their OpenMP reads it once),
-    and keeps a value the environment already gives (docs/configuration.md, "Threads")."""
-    probe = ("import sys, os, copilot; "
-             "print(os.environ['GOMP_SPINCOUNT'], 'torch' in sys.modules, 'llama_cpp' in sys.modules)")
+    """Importing ``copilot`` sets ``GOMP_SPINCOUNT`` before llama.cpp or torch loads (their OpenMP reads it once);
+    a spin count or a wait policy the environment already gives is kept (docs/configuration.md, "Threads")."""
+    probe = ("import sys, os, copilot; print(os.environ.get('GOMP_SPINCOUNT', '-'), 'torch' in sys.modules, "
+             "'llama_cpp' in sys.modules)")
     root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root, env=env)
-    assert out.stdout.split() == ["2000", "False", "False"]
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root,
-                         env=env | {"GOMP_SPINCOUNT": "50000"})
-    assert out.stdout.split()[0] == "50000"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+
+    def spin(extra: dict[str, str]) -> list[str]:
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root,
+                              env=env | extra).stdout.split()
+
+    assert spin({}) == ["2000", "False", "False"]
+    assert spin({"GOMP_SPINCOUNT": "50000"})[0] == "50000"
+    assert spin({"OMP_WAIT_POLICY": "PASSIVE"})[0] == "-"
 
 
 def test_the_process_wide_settings_are_read_once() -> None:

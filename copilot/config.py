@@ -183,6 +183,9 @@ class Settings(BaseSettings):
     association_adapter: str = Field("", description="Adapter for the association score: a LoRA directory or a "
                                      "residual-MLP .npz file; empty = the shipped residual MLP (docs/benchmarks.md, "
                                      "\"Associative recall\").")
+    recall_by_sentence: bool = Field(True, description="Recall personal memories for each sentence of a message as "
+                                     "well as for the whole, so a memory one sentence calls for is not drowned by "
+                                     "the rest (no LLM call).")
 
     users: Literal["auto", "single", "session", "hf"] = Field(
         "auto",

@@ -1,7 +1,9 @@
 """Personal memories: what a user said about themselves, kept once and recalled when a later message calls for it.
 
 A memory is embedded once when kept and never re-encoded. Recall ranks a user's memories by the association
-score when it is on (a learned adapter over the plain embedding), else by plain cosine. ``about`` is the text that
+score when it is on (a learned adapter over the plain embedding), else by plain cosine, and reads a message of
+several sentences sentence by sentence as well as whole (``COPILOT_RECALL_BY_SENTENCE``), so that a memory one
+sentence calls for is not drowned by the rest. ``about`` is the text that
 personalises an answer: the user's persona plus the memories the message recalls strongly enough.
 """
 
@@ -12,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from copilot.association.scoring import fused_scores, message_parts
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.errors import NotFound
@@ -57,16 +60,39 @@ class PersonalMemories:
         """The user's memories that ``message`` calls for (``query_vector``: its embedding, when the caller has
         it)."""
         mine = VectorFilter(owner=user_id)
-        if not self.store.count("memories", mine):
+        count = self.store.count("memories", mine)
+        if not count:
             return []
         plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
-        combined = self.associative(plain, message)
-        hits = self.store.search("memories", combined if combined is not None else plain, k, mine)
+        parts = message_parts(message) if self.settings.recall_by_sentence else [message]
+        vectors = [plain, *self.embedder.encode_queries(parts[1:])] if len(parts) > 1 else [plain]
+        combined = [self.associative(vector, part) for vector, part in zip(vectors, parts, strict=True)]
+        queries = [c if c is not None else v for c, v in zip(combined, vectors, strict=True)]
+        if len(parts) == 1:
+            hits, cues = self.store.search("memories", queries[0], k, mine), {}
+        else:
+            hits, cues = self._fused(queries, parts, count, k, mine)
         if not hits:
             return []
         texts = {m.id: m.text for m in self.store.memories.get_many([i for i, _ in hits], user_id)}
-        how = "association" if combined is not None else "embedding"
-        return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how} for i, score in hits]
+        how = "association" if combined[0] is not None else "embedding"
+        return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how, "cue": cues.get(i)}
+                for i, score in hits]
+
+    def _fused(self, queries: list[np.ndarray], parts: list[str], count: int, k: int, mine: VectorFilter
+               ) -> tuple[list[tuple[int, float]], dict[int, str]]:
+        """The ``k`` memories best for any part of a message (:func:`fused_scores` over all the user's memories,
+        at most ``max_memories_per_user``), each with the cosine of the part that recalled it, and that part where
+        it is one sentence rather than the whole message."""
+        rows = [dict(self.store.search("memories", query, count, mine)) for query in queries]
+        ids = list(dict.fromkeys(i for row in rows for i in row))
+        if not ids:
+            return [], {}
+        scores = np.array([[row.get(i, -1.0) for i in ids] for row in rows])
+        fused, best = fused_scores(scores)
+        order = np.argsort(-fused, kind="stable")[:k]
+        hits = [(ids[j], float(scores[best[j], j])) for j in order]
+        return hits, {ids[j]: parts[best[j]] for j in order if best[j]}
 
     def about(self, user_id: str, message: str, vector: np.ndarray) -> tuple[str | None, list[dict[str, Any]]]:
         """The persona plus the memories this message calls for, as one text for the prompt (None when there is

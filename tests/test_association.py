@@ -29,10 +29,11 @@ from copilot.association.data import (
 )
 from copilot.association.decontam import decontaminate
 from copilot.association.embedcache import EmbeddingCache
-from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate
+from copilot.association.evaluation import ASSOCIATION, BY_SENTENCE, UNTRAINED, UNTRAINED_BY_SENTENCE, evaluate
 from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
 from copilot.association.report import query_blind
+from copilot.association.scoring import MAX_PARTS, fused_scores, message_parts
 from copilot.association.simulate import leaked_words, simulate_lives
 from copilot.association.training import (TrainConfig, TrainingSet, build_net, fit, info_nce, real_turn_weight,
                                           train, with_chatter, without)
@@ -297,7 +298,8 @@ def test_shipped_lora_beats_plain_cosine_and_the_mlp_on_held_out_persons(cache: 
 @pytest.mark.slow
 def test_the_default_wins_where_users_live(cache: EmbeddingCache) -> None:
     """Held-out statements in real conversations, each trigger asked after a real chat turn: the default (the MLP)
-    finds more than plain cosine and more than the LoRA, which wins only on the simulator's own lines."""
+    finds more than plain cosine and more than the LoRA, which wins only on the simulator's own lines; read sentence
+    by sentence, as the chat reads a message, it finds far more, and more than plain cosine read the same way."""
     mlp, lora = load_adapter(), load_adapter(DEFAULT_LORA_PATH)
     assert mlp.kind == "residual_mlp"
     held_out = sorted(mlp.config["val_persons"])
@@ -305,11 +307,20 @@ def test_the_default_wins_where_users_live(cache: EmbeddingCache) -> None:
     turns, _ = locomo_benchmark(LOCOMO)
     conversations = [[m.text for m in turns if m.group == g] for g in dict.fromkeys(m.group for m in turns)]
     memories, queries = among_real_turns(lives, conversations, chatty=True)
-    default = evaluate(memories, queries, cache, mlp)
-    other = evaluate(memories, queries, cache, lora)
+    triggers = [q for q in queries if q.kind == "trigger"]
+    scorers = {UNTRAINED: 0.0, ASSOCIATION: mlp.weight, UNTRAINED_BY_SENTENCE: 0.0, BY_SENTENCE: mlp.weight}
+    default = evaluate(memories, triggers, cache, mlp, scorers, by_sentence=(UNTRAINED_BY_SENTENCE, BY_SENTENCE))
+    other = evaluate(memories, triggers, cache, lora)
     assert default.n_queries >= 800
     assert default.percent(ASSOCIATION, 10) > default.percent(UNTRAINED, 10) + 2
     assert default.percent(ASSOCIATION, 10) > other.percent(ASSOCIATION, 10) + 1
+    # as the chat reads a message: sentence by sentence, then the adapter on top
+    assert default.percent(BY_SENTENCE, 10) > default.percent(UNTRAINED, 10) + 10
+    assert default.percent(BY_SENTENCE, 10) > default.percent(UNTRAINED_BY_SENTENCE, 10) + 2
+    direct = [q for q in queries if q.kind == "direct"]
+    asked = evaluate(memories, direct, cache, mlp, scorers, ks=(1,), by_sentence=(BY_SENTENCE,))
+    assert len(direct) >= 250 and asked.percent(BY_SENTENCE, 1) > asked.percent(UNTRAINED, 1) + 20, \
+        "a direct question after small talk finds its memory again"
 
 
 def test_the_query_blind_control_finds_a_line_that_differs_from_its_conversation_without_reading_the_query() -> None:
@@ -358,11 +369,11 @@ def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation(
     assert sorted(q.kind for q in queries).count("direct") == 6 and len(queries) == 18
     assert relation_of_queries(lives, queries) == [("state", "causal")[int(q.gold[0][-1]) % 2] for q in queries]
     chat_memories, chat_queries = among_real_turns(lives, conversations, cues=2, seed=0, chatty=True)
-    assert chat_memories == memories and {q.kind for q in chat_queries} == {"trigger"} and len(chat_queries) == 12
-    for chatty, plain in zip(chat_queries, [q for q in queries if q.kind == "trigger"], strict=True):
+    assert chat_memories == memories and len(chat_queries) == len(queries) == 18
+    for chatty, plain in zip(chat_queries, queries, strict=True):
         other = conversations[(int(chatty.group.split("/")[1]) + 1) % 2]
         said = chatty.text.removesuffix(" " + plain.text)
-        assert chatty.gold == plain.gold and said != chatty.text, "the trigger, after a chat turn"
+        assert chatty.kind == plain.kind and chatty.gold == plain.gold and said != chatty.text, "after a chat turn"
         assert said in {turn.split(": ", 1)[1] for turn in other}, "a turn of another conversation, no speaker"
     matched, matched_queries = among_real_turns(lives, conversations, cues=2, seed=0, others=2)
     assert matched_queries == queries, "the same queries"
@@ -411,6 +422,46 @@ def test_w_is_chosen_where_users_live_on_training_persons_only(cache: EmbeddingC
     run = train(lives, ["p5"], cache, config, conversations=conversations)
     assert "p5" not in run.adapter.config["real_turn_persons"], "test persons never choose w"
     assert run.adapter.weight in (0.0, 0.5, 2.0) and run.adapter.config["real_turn_weight_search"]
+
+
+def test_a_message_is_read_whole_and_sentence_by_sentence() -> None:
+    message = "Sorry I vanished, e.g. for three weeks. The kids were sick.\nI've been coughing every night too."
+    assert message_parts(message) == [message, "Sorry I vanished, e.g. for three weeks.", "The kids were sick.",
+                                      "I've been coughing every night too."]
+    assert message_parts("Just one sentence, about Dr. Smith.") == ["Just one sentence, about Dr. Smith."]
+    long = " ".join(f"Line {i} is here." for i in range(20))
+    parts = message_parts(long)
+    assert len(parts) == 1 + MAX_PARTS and parts[0] == long and " ".join(parts[1:]) == long, "runs of sentences"
+    assert [len(p.split(". ")) for p in parts[1:]] == [3, 3, 3, 3, 2, 2, 2, 2], "as even as they go"
+
+
+def test_fused_scores_let_the_sentence_that_singles_a_memory_out_win() -> None:
+    # columns: three chat lines the small talk resembles a little, then the memory the second sentence calls for
+    scores = np.array([[0.40, 0.38, 0.39, 0.30],    # the whole message
+                       [0.55, 0.52, 0.54, 0.20],    # its small talk: the highest cosines, singling nothing out
+                       [0.10, 0.12, 0.11, 0.45]])   # its other sentence
+    fused, best = fused_scores(scores)
+    assert int(np.argmax(scores.max(0))) == 0, "raw cosines would let the small talk win"
+    assert int(np.argmax(fused)) == 3 and best[3] == 2
+    assert fused[3] == pytest.approx((0.45 - scores[2].mean()) / scores[2].std(), rel=1e-6)
+    alone, which = fused_scores(scores[:1])
+    assert alone.tolist() == scores[0].tolist() and which.tolist() == [0, 0, 0, 0], "one part: unchanged"
+    with pytest.raises(ValueError):
+        fused_scores(np.zeros((0, 4)))
+
+
+def test_evaluate_reads_a_query_sentence_by_sentence_only_when_asked(cache: EmbeddingCache) -> None:
+    lines = ["Our cat hides under the bed whenever there is thunder.", "I filed my taxes in April.",
+             "The car needs new tyres before winter.", "The bus to work was late again today.",
+             "My sister is getting married in May.", "I am learning to play the cello."]
+    memories = [Memory(f"m{i}", text, "g") for i, text in enumerate(lines)]
+    text = "The bus was late, the car still needs tyres, and the traffic was awful. The storm last night was so loud."
+    queries = [Query("q", text, ("m0",), "g", "trigger")]
+    result = evaluate(memories, queries, cache, load_adapter(), {UNTRAINED: 0.0, UNTRAINED_BY_SENTENCE: 0.0},
+                      ks=(2,), by_sentence=(UNTRAINED_BY_SENTENCE,))
+    assert result.rank[UNTRAINED][0] == 3, "read whole, the bus and the car come first"
+    assert result.rank[UNTRAINED_BY_SENTENCE][0] == 2, "its own sentence brings the thunder-shy cat up"
+    assert result.percent(UNTRAINED, 2) == 0.0 and result.percent(UNTRAINED_BY_SENTENCE, 2) == 100.0
 
 
 def test_lives_benchmark_pools() -> None:

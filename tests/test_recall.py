@@ -5,10 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from copilot.association.scoring import message_parts
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
+from copilot.memories import MEMORY_MIN_SCORE
 from copilot.storage import Store
+from copilot.ui.chat_tab import recalled_by
 from tests.scripted_llm import ScriptedLLM
 
 STATEMENTS = [
@@ -63,3 +66,47 @@ def test_thoughts_are_labelled_with_the_score_that_recalled_them(tmp_path: Path,
         items = copilot.retrieve("How is SPECTER trained?", user_id="ada")
         assert [i.recalled_by for i in items] == ["association" if association else "embedding"]
         assert np.isfinite(items[0].score)
+
+
+CHATTY = ("The football final was a mess, we lost on penalties and everyone went to the pub afterwards to sulk. "
+          "Anyway, I've been coughing every night this week.")
+MORE = ["We adopted a rescue dog called Biscuit last spring.", "Our team won the office football tournament in June.",
+        "I used to play the trumpet in a jazz band at school."]
+
+
+@pytest.mark.parametrize("association", [True, False])
+def test_a_memory_one_sentence_calls_for_is_not_drowned_by_the_rest_of_the_message(
+        tmp_path: Path, embedder: Embedder, association: bool) -> None:
+    found = {}
+    for by_sentence in (True, False):
+        store = Store(tmp_path / f"{by_sentence}.db", tmp_path / f"i{by_sentence}")
+        copilot = Copilot(Settings(association=association, recall_by_sentence=by_sentence), store, embedder,
+                          ScriptedLLM())
+        ids = [copilot.remember(s, user_id="ada") for s in STATEMENTS + MORE]
+        found[by_sentence] = hits = copilot.recall(CHATTY, user_id="ada", k=3)
+        assert len(hits) == 3 and all(h["id"] in ids for h in hits)
+        assert hits[0]["recalled_by"] == ("association" if association else "embedding")
+        asthma = ids[0]
+    by_sentence, whole = found[True], found[False]
+    assert by_sentence[0]["id"] == asthma
+    assert by_sentence[0]["cue"] == "Anyway, I've been coughing every night this week.", "the sentence that called"
+    assert by_sentence[0]["score"] >= MEMORY_MIN_SCORE, "strong enough to personalise the answer"
+    assert whole[0]["id"] != asthma, "read whole, the football small talk wins"
+    assert all(h["cue"] is None for h in whole)
+    football = next(h for h in by_sentence if h["id"] != asthma)
+    assert football["cue"].startswith("The football final"), "each memory names the sentence that recalled it"
+    assert recalled_by(by_sentence[0]) == f"{by_sentence[0]['recalled_by']}, by “{by_sentence[0]['cue']}”"
+    assert recalled_by(whole[0]) == whole[0]["recalled_by"]
+
+
+def test_a_message_of_one_sentence_is_recalled_as_before(tmp_path: Path, embedder: Embedder) -> None:
+    assert len(message_parts("I keep coughing at night, e.g. around 3 a.m.")) == 1
+    ranked = []
+    for by_sentence in (True, False):
+        store = Store(tmp_path / f"{by_sentence}.db", tmp_path / f"i{by_sentence}")
+        copilot = Copilot(Settings(recall_by_sentence=by_sentence), store, embedder, ScriptedLLM())
+        for s in STATEMENTS + MORE:
+            copilot.remember(s, user_id="ada")
+        ranked.append([(h["id"], h["score"], h["cue"]) for h in copilot.recall("I keep coughing at night, e.g. "
+                                                                               "around 3 a.m.", user_id="ada")])
+    assert ranked[0] == ranked[1] and len(ranked[0]) == 5

@@ -21,26 +21,36 @@ Memories are never re-encoded and no LLM is called. Because the score is linear 
 with the single vector E(q) + w·E_θ(q), so :meth:`AssociativeScorer.query_vector` turns a question into that
 one, and every existing index ranks by the combined score unchanged.
 
+Reading a message sentence by sentence. A later message seldom asks only for the memory it needs: "The final was
+a mess, we lost on penalties. Anyway, I've been coughing every night." Read whole, its small talk outweighs the
+sentence that calls for "damp winters set off my asthma". So recall (:mod:`copilot.memories`) reads the whole
+message and each of its sentences (:func:`~copilot.association.scoring.message_parts`), standardises each part's
+scores over the user's memories, and gives each memory its best part
+(:func:`~copilot.association.scoring.fused_scores`). A message of one sentence is read as before.
+
 Why the MLP is the default. Both kinds were trained on the same 376 of 470 simulated persons and measured on
-the other 94 (930 statements, 2,789 triggers), ``report`` (2026-12-05):
+the other 94 (930 statements, 2,789 triggers, 930 direct questions), ``report`` (2026-12-07):
 
-| trigger Recall@10 | plain | MLP (w 1) | LoRA (w 3) |
-|---|---|---|---|
-| held-out statements alone | 19.4 | 24.2 | 29.6 |
-| among 300 distractor lines per person | 18.3 | 22.8 | 28.6 |
-| two statements hidden in a whole real conversation | 47.8 | 53.9 | 61.5 |
-| the same, each trigger asked after a real chat turn | 12.5 | **15.5** | 13.1 |
+| trigger Recall@10 | plain | MLP (w 1) | LoRA (w 3) | plain, by sentence | **MLP, by sentence** |
+|---|---|---|---|---|---|
+| held-out statements alone | 19.4 | 24.2 | 29.6 | 18.7 | 22.7 |
+| among 300 distractor lines per person | 18.3 | 22.8 | 28.6 | 17.7 | 21.7 |
+| two statements hidden in a whole real conversation | 47.8 | 53.9 | 61.5 | 48.8 | 54.4 |
+| the same, each trigger asked after a real chat turn | 12.5 | 15.5 | 13.1 | 36.8 | **42.4** |
 
-The first three pools ask the simulator's own trigger lines, which the adapters were trained on; the LoRA wins
-there. A later message in a real chat carries its own chatter, and there (the last row, McNemar MLP against
-LoRA p 5e-5) the LoRA gains almost nothing while the MLP keeps +3.0 (p 1e-13), as on an outside benchmark of
-real conversations (MLP +4.1, LoRA -8.5). Direct questions (Recall@1) lose nothing: 82.6 plain and 85.5 with the
-MLP among real turns, 57.6 and 57.7 alone. The MLP also costs 0.1 ms a question against the LoRA's 7 ms.
-Two tries to raise the real-conversation figure were not kept (docs/benchmarks.md): training with each trigger
-also asked inside another person's line (``train --chatter 1``), and w chosen on training persons in real
-conversations (``train --real-turn-persons 40``), which cost the test persons' direct questions 3 points.
-The report compares any two adapters on the same split (``report --adapter A --baseline B``), and
-``crossval`` compares the two kinds over folds of persons.
+The last column is what the chat does: +29.9 points over plain cosine where users live (McNemar p 4e-219), of
+which reading by sentence gives 24.3 and the MLP 5.7 more (p 1e-19 against plain cosine read the same way). Direct
+questions asked after a chat turn find their memory first 77.0 % of the time against 29.9 % read whole; alone and
+among real turns they lose nothing (57.6 and 57.7, 82.6 and 85.5). Reading by sentence costs the simulator's own
+two-sentence triggers 1.1 to 1.5 points in the first two rows. The LoRA read by sentence finds more still (50.9
+after a chat turn), but it reads every sentence a second time: 69.6 ms a chat message against the MLP's 36.7 ms,
+past the 40 ms a recall may take on 2 cores, and an outside benchmark of real conversations measured it below plain
+cosine on whole messages (MLP +4.1, LoRA -8.5). It ships beside the MLP
+(``COPILOT_ASSOCIATION_ADAPTER=copilot/association/default_lora``). Earlier tries to raise the figure after a chat
+turn by training were not kept (docs/benchmarks.md): each trigger also asked inside another person's line
+(``train --chatter 1``), and w chosen on training persons in real conversations (``train --real-turn-persons 40``).
+The report compares any two adapters on the same split (``report --adapter A --baseline B``), and ``crossval``
+compares the two kinds over folds of persons.
 
 Training. Both use InfoNCE at τ 0.05 in batches of persons (negatives: the other statements of the same
 person and of the other persons in the batch) on triggers and direct questions, after dropping pairs within
@@ -60,8 +70,9 @@ Reproduce the shipped adapters, from the repository root::
 
 Figures: ``python -m copilot.association report --adapter copilot/association/default_adapter.npz
 --baseline copilot/association/default_lora`` (held-out persons alone, among distractors and in real
-conversations, per relation, direct questions, LoCoMo evidence recall, read-time cost); a benchmark of your own:
-``python -m copilot.association eval``. The measured table is in docs/benchmarks.md ("Associative recall").
+conversations, whole and by sentence, per relation, direct questions, LoCoMo evidence recall, read-time cost); a
+benchmark of your own: ``python -m copilot.association eval`` (``--whole-message`` to read each query whole). The
+measured table is in docs/benchmarks.md ("Associative recall").
 
 Use at read time (the engine does this when ``COPILOT_ASSOCIATION`` is on)::
 

@@ -25,7 +25,7 @@ from copilot.association.data import (
     split_persons,
 )
 from copilot.association.embedcache import EmbeddingCache
-from copilot.association.evaluation import ASSOCIATION, UNTRAINED, evaluate, format_table
+from copilot.association.evaluation import ASSOCIATION, UNTRAINED, UNTRAINED_BY_SENTENCE, evaluate, format_table
 from copilot.association.report import build_report
 from copilot.association.scoring import AssociativeScorer
 from copilot.config import Settings, apply_offline_defaults, get_settings
@@ -241,7 +241,8 @@ def simulate(out: str, n_persons: int, seed: int, prefix: str, max_tokens: int) 
     click.echo(json.dumps(stats))
 
 
-@cli.command("eval", help="Recall@1/5/k of queries against their group's memories: plain vs combined score.")
+@cli.command("eval", help="Recall@1/5/k of queries against their group's memories: plain cosine of the whole query "
+             "against the chat's recall (the combined score, a query of several sentences read sentence by sentence).")
 @click.option("--memories", required=True, type=click.Path(exists=True, dir_okay=False),
               help='JSONL lines {"id", "text", "group"}.')
 @click.option("--queries", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -251,20 +252,26 @@ def simulate(out: str, n_persons: int, seed: int, prefix: str, max_tokens: int) 
 @click.option("--weight", default=None, type=float, help="w of the combined score (default: the adapter's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON summary only.")
 @click.option("--cache", "cache_file", default=None, help="Optional .npz file keeping base embeddings.")
+@click.option("--whole-message", is_flag=True,
+              help="Score a query of several sentences as one text (the association scorer otherwise reads it as "
+                   "the chat's recall does: the whole and each sentence).")
 def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, weight: float | None,
-                 as_json: bool, cache_file: str | None) -> None:
+                 as_json: bool, cache_file: str | None, whole_message: bool) -> None:
     _threads()
     embedder, cache = _embedding_cache(cache_file)
     adapter = load_adapter(adapter_path, embedder.model_path)
     w = adapter.weight if weight is None else weight
     ks = sorted({c for c in (1, 5, k) if c <= k})
-    result = evaluate(read_memories(memories), read_queries(queries), cache, adapter,
-                      {UNTRAINED: 0.0, ASSOCIATION: w}, ks)
+    scorers = {UNTRAINED: 0.0, ASSOCIATION: w} | ({} if whole_message or as_json else {UNTRAINED_BY_SENTENCE: 0.0})
+    result = evaluate(read_memories(memories), read_queries(queries), cache, adapter, scorers, ks,
+                      by_sentence=() if whole_message else (ASSOCIATION, UNTRAINED_BY_SENTENCE))
     cache.save()
     if as_json:
         click.echo(json.dumps(result.summary()))
     else:
-        click.echo(format_table(result, (UNTRAINED, ASSOCIATION), f"Recall@k (w = {w})"))
+        read = "each query as one text" if whole_message else "association: each query's whole and sentences"
+        order = [name for name in (UNTRAINED, UNTRAINED_BY_SENTENCE, ASSOCIATION) if name in scorers]
+        click.echo(format_table(result, order, f"Recall@k (w = {w}; {read})"))
 
 
 @cli.command(help="Every figure: held-out persons (alone, among distractors, in real conversations), LoCoMo look-up, "

@@ -8,7 +8,7 @@ kept so that the two scorers can be compared query by query.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,11 +17,14 @@ from copilot.association.adapter import QueryAdapter
 from copilot.association.data import Memory, Query
 from copilot.association.embedcache import EmbeddingCache
 from copilot.association.metrics import McNemar, first_gold_rank, mcnemar_exact, recall_at_k
-from copilot.association.scoring import combined_scores
+from copilot.association.scoring import combined_scores, fused_scores, message_parts
 
 KS = (1, 5, 10)
 UNTRAINED = "untrained"
 ASSOCIATION = "association"
+# The same two with a query of several sentences read as the product reads a message (scoring.message_parts).
+UNTRAINED_BY_SENTENCE = "untrained, by sentence"
+BY_SENTENCE = "association, by sentence"
 ADAPTER_ONLY = math.inf  # as a weight: rank by cos(E_θ(q), m) alone
 
 
@@ -76,14 +79,18 @@ def _ranked_ids(scores: np.ndarray, ids: Sequence[str]) -> list[list[str]]:
 
 
 def evaluate(memories: Sequence[Memory], queries: Sequence[Query], cache: EmbeddingCache, adapter: QueryAdapter,
-             scorers: dict[str, float] | None = None, ks: Sequence[int] = KS) -> EvalResult:
-    """Rank each query's group of memories under each scorer (name → weight w; 0 is plain cosine)."""
+             scorers: dict[str, float] | None = None, ks: Sequence[int] = KS,
+             by_sentence: Collection[str] = ()) -> EvalResult:
+    """Rank each query's group of memories under each scorer (name → weight w; 0 is plain cosine). The scorers
+    named in ``by_sentence`` read a query of several sentences as the product's recall reads a message: the whole
+    and each sentence, fused (:func:`copilot.association.scoring.fused_scores`)."""
     scorers = scorers if scorers is not None else {UNTRAINED: 0.0, ASSOCIATION: adapter.weight}
     ks = tuple(sorted(set(int(k) for k in ks)))
     result = EvalResult(list(queries), ks)
     memory_vectors = cache.encode([m.text for m in memories])
     query_vectors = cache.encode([q.text for q in queries])
     adapted = adapter.adapt(query_vectors, [q.text for q in queries]) if len(query_vectors) else query_vectors
+    parts = _sentence_parts(queries, cache, adapter, any(scorers[n] for n in by_sentence)) if by_sentence else None
     by_group: dict[str, list[int]] = {}
     for i, m in enumerate(memories):
         by_group.setdefault(m.group, []).append(i)
@@ -94,6 +101,8 @@ def evaluate(memories: Sequence[Memory], queries: Sequence[Query], cache: Embedd
             m_index = by_group.get(group, [])
             ids = [memories[i].id for i in m_index]
             scores = _scores(query_vectors[q_index], adapted[q_index], memory_vectors[m_index], weight)
+            if name in by_sentence and parts is not None:
+                _fuse_parts(scores, q_index, parts, memory_vectors[m_index], weight)
             for row, ranked in zip(q_index, _ranked_ids(scores, ids), strict=True):
                 gold = queries[row].gold
                 rank[row] = first_gold_rank(ranked, gold)
@@ -102,6 +111,31 @@ def evaluate(memories: Sequence[Memory], queries: Sequence[Query], cache: Embedd
         result.recall[name] = recall
         result.rank[name] = rank
     return result
+
+
+def _sentence_parts(queries: Sequence[Query], cache: EmbeddingCache, adapter: QueryAdapter, adapt: bool
+                    ) -> tuple[dict[int, list[int]], np.ndarray, np.ndarray]:
+    """For each query of several sentences, the rows of its sentences; their plain and adapted vectors."""
+    rows: dict[int, list[int]] = {}
+    texts: dict[str, int] = {}
+    for i, query in enumerate(queries):
+        sentences = message_parts(query.text)[1:]
+        if sentences:
+            rows[i] = [texts.setdefault(t, len(texts)) for t in sentences]
+    plain = cache.encode(list(texts))
+    adapted = adapter.adapt(plain, list(texts)) if adapt and len(plain) else plain
+    return rows, plain, adapted
+
+
+def _fuse_parts(scores: np.ndarray, q_index: Sequence[int], parts: tuple[dict[int, list[int]], np.ndarray, np.ndarray],
+                memory_vectors: np.ndarray, weight: float) -> None:
+    """Replace the row of each query of several sentences by its fused score (in place)."""
+    rows, plain, adapted = parts
+    for r, query in enumerate(q_index):
+        if query in rows:
+            mine = rows[query]
+            sentences = _scores(plain[mine], adapted[mine], memory_vectors, weight)
+            scores[r] = fused_scores(np.vstack([scores[r:r + 1], sentences]))[0]
 
 
 def _queries_by_group(queries: Sequence[Query]) -> dict[str, list[int]]:

@@ -11,8 +11,9 @@ statements alone would never show it. So every measurement is made twice:
   real conversation (every turn of a LoCoMo conversation, a few hundred) with ``cues`` held-out statements of one
   person inserted; their triggers and direct questions search that group only. The statements no longer compete
   with each other in the simulator's own register, only with real chat turns. LoCoMo is never trained on;
-- ``real_turns_chat``: the same groups, each trigger asked inside a real chat turn (a seeded turn of another
-  conversation, then the trigger), as a later message that needs a cue carries its own chatter. A simulated
+- ``real_turns_chat``: the same groups, each trigger and direct question asked inside a real chat turn (a seeded
+  turn of another conversation, then the trigger or question), as a later message that needs a cue carries its own
+  chatter. A simulated
   trigger alone is in the register the adapters trained on; this is the measure that agrees with an outside
   benchmark of real conversations (docs/benchmarks.md, "Associative recall");
 - ``real_turns_matched`` and ``real_turns_chat_matched``: the same two, with ``OTHER_STATEMENTS`` statements of
@@ -74,8 +75,9 @@ def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str
                      ) -> tuple[list[Memory], list[Query]]:
     """Each person's statements, ``cues`` at a time (seeded order), hidden in a whole real conversation (the
     conversations taken in turn); each statement's triggers and direct question search its own group. Memory ids
-    are those of :func:`lives_benchmark`, so :func:`relation_of_queries` applies. ``chatty``: triggers only, each
-    after a seeded turn of another conversation (of the same one when there is only one). ``others``: as many
+    are those of :func:`lives_benchmark`, so :func:`relation_of_queries` applies. ``chatty``: each trigger and
+    direct question after a seeded turn of another conversation (of the same one when there is only one; the
+    questions' turns drawn apart, so the triggers are those of the pool without them). ``others``: as many
     statements of other persons (seeded, ids "other/…") also hidden in each group, so that a cue shares its form
     with lines that are not it; the queries and the rest of each group are the same as without them."""
     by_person: dict[str, list[tuple[str, Life]]] = {}
@@ -84,6 +86,7 @@ def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str
         mine.append((f"{life.person}/{len(mine)}", life))
     rng = random.Random(seed)
     chatter = random.Random(seed + 1)
+    asking = random.Random(seed + 3)
     picker = random.Random(seed + 2)  # its own draws: the groups and queries stay those without ``others``
     everyone = [(person, life.statement) for person in sorted(by_person) for _, life in by_person[person]]
     memories: list[Memory] = []
@@ -109,6 +112,8 @@ def among_real_turns(lives: Sequence[Life], conversations: Sequence[Sequence[str
                 if chatty:
                     queries += [Query(f"{memory_id}/trigger{j}", f"{_utterance(chatter.choice(elsewhere))} {text}",
                                       (memory_id,), group, "trigger") for j, text in enumerate(life.triggers)]
+                    queries.append(Query(f"{memory_id}/direct", f"{_utterance(asking.choice(elsewhere))} "
+                                   f"{life.direct_question}", (memory_id,), group, "direct"))
                     continue
                 queries += [Query(f"{memory_id}/trigger{j}", text, (memory_id,), group, "trigger")
                             for j, text in enumerate(life.triggers)]
@@ -120,7 +125,7 @@ def benchmarks(lives: Sequence[Life], distractors: Sequence[str], per_person: in
                seed: int = 0, conversations: Sequence[Sequence[str]] = ()) -> dict[str, tuple[list[Memory],
                                                                                               list[Query]]]:
     """``alone``, ``distractors`` and ``real_turns`` (given conversations), with triggers and direct questions;
-    ``real_turns_chat`` (given conversations), triggers inside chat turns; both again ``_matched``."""
+    ``real_turns_chat`` (given conversations), the same asked inside chat turns; both again ``_matched``."""
     out = {"alone": lives_benchmark(lives, pooled=True, kinds=("trigger", "direct"))}
     if distractors:
         out["distractors"] = pooled_with_distractors(lives, distractors, per_person, seed)

@@ -29,15 +29,16 @@ import numpy as np
 
 from copilot.association.data import RELATIONS, Life, locomo_benchmark, lives_benchmark, write_benchmark
 from copilot.association.embedcache import EmbeddingCache
-from copilot.association.evaluation import ADAPTER_ONLY, ASSOCIATION, UNTRAINED, EvalResult, evaluate, format_table
+from copilot.association.evaluation import (ADAPTER_ONLY, ASSOCIATION, BY_SENTENCE, UNTRAINED, UNTRAINED_BY_SENTENCE,
+                                            EvalResult, evaluate, format_table)
 from copilot.association.heldout import (CUES_PER_CONVERSATION, DISTRACTORS_PER_PERSON, OTHER_STATEMENTS,
                                          benchmarks, relation_of_queries)
 from copilot.association.metrics import mcnemar_exact
-from copilot.association.scoring import AssociativeScorer
+from copilot.association.scoring import AssociativeScorer, message_parts
 
 ALONE = "association term alone"
 BASELINE = "baseline"
-SCORERS = (UNTRAINED, ALONE, ASSOCIATION)
+SCORERS = (UNTRAINED, ALONE, ASSOCIATION, UNTRAINED_BY_SENTENCE, BY_SENTENCE)  # the last: the product's recall
 POOLS = {"alone": "held-out statements alone", "distractors": "with distractor lines",
          "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked inside a chat turn",
          "real_turns_matched": "in real conversations with other persons' statements",
@@ -79,9 +80,11 @@ class Remembering:
 
 
 def scored(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, baseline: Any | None) -> EvalResult:
-    """Plain, association term alone and combined under ``adapter``; the baseline's combined score beside."""
+    """Plain, association term alone and combined under ``adapter``, the plain and combined scores again with each
+    query read sentence by sentence (as the product reads a message); the baseline's combined score beside."""
     result = evaluate(memories, queries, cache, adapter,
-                      {UNTRAINED: 0.0, ALONE: ADAPTER_ONLY, ASSOCIATION: adapter.weight})
+                      {UNTRAINED: 0.0, ALONE: ADAPTER_ONLY, ASSOCIATION: adapter.weight, UNTRAINED_BY_SENTENCE: 0.0,
+                       BY_SENTENCE: adapter.weight}, by_sentence=(UNTRAINED_BY_SENTENCE, BY_SENTENCE))
     if baseline is not None:
         other = evaluate(memories, queries, cache, baseline, {BASELINE: baseline.weight})
         result.recall.update(other.recall)
@@ -112,11 +115,13 @@ def both_sides(lives: Sequence[Life], cache: EmbeddingCache, adapter: Any, k: in
 
 
 def weight_sweep(memories: list, queries: list, cache: EmbeddingCache, adapter: Any, weights: Sequence[float] = WEIGHTS,
-                 k: int = 10) -> dict[str, float]:
-    """Trigger Recall@k (percent) of the combined score at each w, the adapter's own w included."""
+                 k: int = 10, by_sentence: bool = False) -> dict[str, float]:
+    """Trigger Recall@k (percent) of the combined score at each w, the adapter's own w included (``by_sentence``:
+    each query read sentence by sentence)."""
     triggers = [q for q in queries if q.kind == "trigger"]
     chosen = sorted({*weights, adapter.weight})
-    result = evaluate(memories, triggers, cache, adapter, {f"{w:g}": w for w in chosen}, ks=(k,))
+    names = {f"{w:g}": w for w in chosen}
+    result = evaluate(memories, triggers, cache, adapter, names, ks=(k,), by_sentence=names if by_sentence else ())
     return {name: result.percent(name, k) for name in result.recall}
 
 
@@ -165,10 +170,12 @@ def relation_table(result: EvalResult, relations: Sequence[str], scorers: Sequen
     return out
 
 
-def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int = 1) -> dict:
+def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int = 1,
+                   messages: Sequence[str] = ()) -> dict:
     """Median milliseconds to encode one question, plain and with the adapter applied as the engine applies it
     (:meth:`AssociativeScorer.query_vectors`: the LoRA's second pass), interleaved so background load falls
-    evenly on both."""
+    evenly on both; and, given ``messages`` of several sentences, to encode and adapt each one's parts as recall
+    reads them (:func:`~copilot.association.scoring.message_parts`)."""
     embedder = scorer.embedder
     plain_ms: list[float] = []
     adapted_ms: list[float] = []
@@ -186,11 +193,29 @@ def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int
             scorer.query_vectors(vector, [text])
             adapter_ms.append(1000 * (time.perf_counter() - start))
     plain, adapted = statistics.median(plain_ms), statistics.median(adapted_ms)
+    by_sentence: dict = {}
+    if messages:
+        whole_ms: list[float] = []
+        parts_ms: list[float] = []
+        counts: list[int] = []
+        for text in messages:  # as the chat recalls: the message, then its sentences in one batch
+            start = time.perf_counter()
+            vectors = [scorer.query_vectors(embedder.encode_queries([text]), [text])]
+            middle = time.perf_counter()
+            parts = message_parts(text)
+            if len(parts) > 1:
+                vectors.append(scorer.query_vectors(embedder.encode_queries(parts[1:]), parts[1:]))
+            parts_ms.append(1000 * (time.perf_counter() - start))
+            whole_ms.append(1000 * (middle - start))
+            counts.append(len(parts))
+        by_sentence = {"messages": len(messages), "parts_mean": round(statistics.mean(counts), 2),
+                       "whole_message_ms_median": round(statistics.median(whole_ms), 2),
+                       "by_sentence_ms_median": round(statistics.median(parts_ms), 2)}
     return {"n_queries": len(texts) * repeats, "plain_ms_median": round(plain, 2),
             "with_adapter_ms_median": round(adapted, 2), "extra_ms_median": round(adapted - plain, 2),
             "ratio": round(adapted / plain, 3), "adapter_alone_ms_median": round(statistics.median(adapter_ms), 2),
             "llm_modules_loaded": any(name == "copilot.llm" or name.startswith("copilot.llm.")
-                                      for name in sys.modules)}
+                                      for name in sys.modules)} | by_sentence
 
 
 def _json_block(result: EvalResult, scorers: Sequence[str]) -> dict:
@@ -199,6 +224,13 @@ def _json_block(result: EvalResult, scorers: Sequence[str]) -> dict:
     summary["gain"] = {f"recall@{k}": round(result.percent(ASSOCIATION, k) - result.percent(UNTRAINED, k), 2)
                        for k in result.ks}
     summary["mcnemar"] = {f"recall@{k}": asdict(result.significance(k)) for k in result.ks}
+    if BY_SENTENCE in scorers:
+        summary["gain_by_sentence"] = {f"recall@{k}": round(result.percent(BY_SENTENCE, k)
+                                                            - result.percent(UNTRAINED, k), 2) for k in result.ks}
+        summary["mcnemar_by_sentence"] = {f"recall@{k}": asdict(result.significance(k, UNTRAINED, BY_SENTENCE))
+                                          for k in result.ks}
+        summary["mcnemar_by_sentence_vs_plain_by_sentence"] = {
+            f"recall@{k}": asdict(result.significance(k, UNTRAINED_BY_SENTENCE, BY_SENTENCE)) for k in result.ks}
     if BASELINE in scorers:
         summary["mcnemar_vs_baseline"] = {f"recall@{k}": asdict(result.significance(k, BASELINE, ASSOCIATION))
                                           for k in result.ks}
@@ -206,11 +238,12 @@ def _json_block(result: EvalResult, scorers: Sequence[str]) -> dict:
 
 
 def _relation_markdown(table: dict, scorers: Sequence[str]) -> str:
-    lines = ["| relation | triggers | " + " | ".join(scorers) + " | gain over plain |",
+    lines = ["| relation | triggers | " + " | ".join(scorers) + f" | {scorers[-1]} over plain |",
              "|---|---|" + "---|" * (len(scorers) + 1)]
     for name, row in table.items():
         cells = " | ".join(f"{row.get(s, 0.0):.1f}" for s in scorers)
-        lines.append(f"| {name} | {row['n']} | {cells} | {row.get(ASSOCIATION, 0) - row.get(UNTRAINED, 0):+.1f} |")
+        gain = row.get(scorers[-1], 0) - row.get(UNTRAINED, 0)
+        lines.append(f"| {name} | {row['n']} | {cells} | {gain:+.1f} |")
     return "\n".join(lines)
 
 
@@ -222,7 +255,7 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
     held = held_out_lives(adapter, lives)
     adapter = Remembering(adapter)
     baseline = Remembering(baseline) if baseline is not None else None
-    scorers = (*SCORERS[:2], *([BASELINE] if baseline is not None else []), ASSOCIATION)
+    scorers = (*SCORERS[:2], *([BASELINE] if baseline is not None else []), *SCORERS[2:])
     head = (f"Adapter: {adapter.kind}, {adapter.n_parameters:,} parameters, w = {adapter.weight}; held-out "
             f"persons: {len({life.person for life in held})}, statements: {len(held)}")
     if baseline is not None:
@@ -263,7 +296,8 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
             sections.append(f"**Query-blind control, {POOLS[pool]}**: ranking each conversation's lines by how little "
                             f"they resemble its average line, without reading the query, recalls {blind:.1f} % of the "
                             "triggers' statements in the top 10.")
-            sweeps = {ASSOCIATION: weight_sweep(memories, queries, cache, adapter)}
+            sweeps = {ASSOCIATION: weight_sweep(memories, queries, cache, adapter),
+                      BY_SENTENCE: weight_sweep(memories, queries, cache, adapter, by_sentence=True)}
             if baseline is not None:
                 sweeps[BASELINE] = weight_sweep(memories, queries, cache, baseline)
             block["triggers_recall@10_by_weight"] = sweeps
@@ -285,12 +319,17 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
         sections.append(format_table(result, scorers, "LoCoMo evidence recall (questions → own conversation)"))
         data["locomo"] = _json_block(result, scorers)
         if scorer is not None:
-            cost = read_time_cost(scorer, [q.text for q in locomo_queries[:timing_queries]])
+            chatty = [q.text for q in pools.get("real_turns_chat", ([], []))[1]][:timing_queries]
+            cost = read_time_cost(scorer, [q.text for q in locomo_queries[:timing_queries]], messages=chatty)
             data["read_time"] = cost
             sections.append("**Read-time cost** (one question, median of {n_queries}): plain {plain_ms_median} ms, "
                             "with the adapter {with_adapter_ms_median} ms (+{extra_ms_median} ms, ×{ratio}); the "
                             "adapter's pass alone {adapter_alone_ms_median} ms; LLM modules loaded: "
-                            "{llm_modules_loaded}.".format(**cost))
+                            "{llm_modules_loaded}.".format(**cost)
+                            + (" A message asked after a chat turn (median of {messages}): read whole "
+                               "{whole_message_ms_median} ms, whole and sentence by sentence ({parts_mean} parts on "
+                               "average) {by_sentence_ms_median} ms.".format(**cost)
+                               if "messages" in cost else ""))
     if eval_dir is not None:
         _write_eval_files(held, locomo, eval_dir)
     return "\n\n".join(sections), data

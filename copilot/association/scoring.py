@@ -36,6 +36,43 @@ def combined_scores(plain_queries: np.ndarray, adapted_queries: np.ndarray, memo
     return scores
 
 
+MAX_PARTS = 8  # sentences a message is read in; a longer one is read in as many runs of consecutive sentences
+
+
+def message_parts(text: str) -> list[str]:
+    """What recall reads of a message: the whole message, then each of its sentences when it has several (at most
+    :data:`MAX_PARTS`, runs of consecutive sentences past that). A later message that needs a memory seldom asks
+    only for it: "Sorry I vanished, the kids were sick all week. I've been coughing every night too." Read whole,
+    its small talk outweighs the one sentence that calls for "damp winters set off my asthma"."""
+    from copilot.grounding import split_sentences  # nltk's Punkt, loaded on first use
+
+    sentences = [s for s in split_sentences(text) if s.strip()]
+    if len(sentences) <= 1:
+        return [text]
+    if len(sentences) > MAX_PARTS:
+        sentences = [" ".join(sentences[int(run[0]):int(run[-1]) + 1])
+                     for run in np.array_split(np.arange(len(sentences)), MAX_PARTS)]
+    return [text, *sentences]
+
+
+def fused_scores(part_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each memory's score over a message's parts (:func:`message_parts`), and the part that gave it.
+
+    ``part_scores`` has one row per part and one column per memory, the whole message first. Each row is
+    standardised over the memories (mean 0, standard deviation 1) and a memory takes its best row: a sentence of
+    small talk resembles many chat lines a little and singles none out, while the sentence that calls for a memory
+    ranks it far above the rest. Raw cosines would let the small talk win, because it shares the register of a
+    user's other lines. One part gives its scores unchanged."""
+    scores = np.asarray(part_scores, dtype=np.float64)
+    if scores.ndim != 2 or not scores.shape[0]:
+        raise ValueError("part_scores needs one row per part of the message.")
+    if scores.shape[0] == 1 or not scores.shape[1]:
+        return scores[0], np.zeros(scores.shape[1], dtype=int)
+    z = (scores - scores.mean(1, keepdims=True)) / (scores.std(1, keepdims=True) + 1e-9)
+    best = z.argmax(0)
+    return z[best, np.arange(z.shape[1])], best
+
+
 def combined_query_vectors(plain_queries: np.ndarray, adapter: Adapter, weight: float,
                            texts: Sequence[str] | None = None) -> np.ndarray:
     """E(q) + w·E_θ(q): one vector per query whose dot product with E(m) is the combined score (``texts``: the

@@ -246,7 +246,8 @@ def real_turn_weight(pairs: Sequence[Pair], lives: Sequence[Life], cache: Embedd
                      conversations: Sequence[Sequence[str]]) -> tuple[float, list[dict], list[str]]:
     """w chosen where users live, on training persons only: ``config.real_turn_persons`` of them (seeded) are held
     back, an adapter is fitted on the others, and each w of the grid is scored on the held-back persons'
-    statements hidden in real conversations, each trigger asked after a chat turn (Recall@10); the best w keeps
+    statements hidden in real conversations, each trigger asked after a chat turn and read sentence by sentence as the
+    product reads a message (Recall@10); the best w keeps
     their direct questions within ``max_direct_drop`` Recall@1 points of plain cosine both among real turns and
     among their statements alone."""
     from copilot.association.heldout import among_real_turns
@@ -259,7 +260,8 @@ def real_turn_weight(pairs: Sequence[Pair], lives: Sequence[Life], cache: Embedd
     weights = list(dict.fromkeys([0.0, *config.weight_grid]))
     scorers = {f"w={w}": w for w in weights}
     memories, queries = among_real_turns(mine, conversations, chatty=True)
-    triggers = evaluate(memories, queries, cache, inner, scorers, ks=(10,))
+    triggers = evaluate(memories, [q for q in queries if q.kind == "trigger"], cache, inner, scorers, ks=(10,),
+                        by_sentence=scorers)
     memories, queries = among_real_turns(mine, conversations)
     direct = evaluate(memories, [q for q in queries if q.kind == "direct"], cache, inner, scorers, ks=(1,))
     memories, queries = lives_benchmark(mine, pooled=True, kinds=("direct",))

@@ -30,6 +30,12 @@ CHAT_CONCURRENCY = 32
 DRAFT_LABEL = "*Draft — unchecked until it is done, then checked against the sources and replaced.*"
 
 
+def recalled_by(memory: dict[str, Any]) -> str:
+    """How a memory was recalled, with the sentence of the message that called for it when it was one of several."""
+    cue = memory.get("cue")
+    return f"{memory['recalled_by']}, by “{cue[:80]}”" if cue else memory["recalled_by"]
+
+
 def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:
     """The table of retrieved items beside an answer: what it is, how deep, how sure, how similar."""
     rows = []
@@ -170,7 +176,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     def _rows(items: list[RetrievedItem], memories: list[dict[str, Any]]) -> list[list[Any]]:
         rows = retrieved_rows(items, ctx.copilot.thought_origins([i.id for i in items if i.kind == "thought"]))
-        rows += [["–", "memory", m["id"], None, None, m["score"], m["recalled_by"], "you said", m["text"][:160]]
+        rows += [["–", "memory", m["id"], None, None, m["score"], recalled_by(m), "you said", m["text"][:160]]
                  for m in memories]
         return rows
 

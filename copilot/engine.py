@@ -36,7 +36,7 @@ from copilot.eval.runs import FEEDBACK_SIGNAL, self_evolution_curve
 from copilot.library import AddResult, Library
 from copilot.limits import (
     LimitExceeded, admit_address, admit_answer, admit_arxiv_adds, admit_compare_cells, admit_page, admit_question,
-    admit_search, arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_uploads, is_guest,
+    admit_search, arxiv_additions_left, GUEST_PREFIX, arxiv_allowance_left, check_question, check_uploads, is_guest,
     refund_compare_cells,
 )
 from copilot.llm import ChatModel, get_llm, scheduling
@@ -523,6 +523,7 @@ class Copilot(Answerer):
         follow-up in a conversation is searched for with its recent turns' subject (:mod:`copilot.followups`); it
         is answered as asked. ``llm``: the model that writes this answer instead of the instance's (see
         :meth:`Answerer.ask_stream`)."""
+        message = check_question(message, self.settings)  # before anything reads it: an agent's call too
         if conversation_id not in (None, ""):
             conversation_id = self._conversation(conversation_id, user_id).id
         else:

@@ -24,8 +24,9 @@ from copilot.types import Memory, VectorFilter
 
 MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the message
 PERSONA_CHARS = 300  # how much of the persona goes into an answer's prompt
-RECALLED = 3  # memories recalled for a message, of which at most ``USED`` personalise the answer
+RECALLED = 10  # memories recalled for a message, of which the first ``USED`` strong enough personalise the answer
 USED = 2
+FUSED_FROM = 3  # fewer memories than this are ranked by the whole message: standardised over two, every part ties
 
 AssociativeVector = Callable[[np.ndarray, str], "np.ndarray | None"]
 
@@ -64,7 +65,8 @@ class PersonalMemories:
         if not count:
             return []
         plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
-        parts = message_parts(message) if self.settings.recall_by_sentence else [message]
+        by_sentence = self.settings.recall_by_sentence and count >= FUSED_FROM
+        parts = message_parts(message) if by_sentence else [message]
         vectors = [plain, *self.embedder.encode_queries(parts[1:])] if len(parts) > 1 else [plain]
         combined = [self.associative(vector, part) for vector, part in zip(vectors, parts, strict=True)]
         queries = [c if c is not None else v for c, v in zip(combined, vectors, strict=True)]
@@ -85,10 +87,10 @@ class PersonalMemories:
         at most ``max_memories_per_user``), each with the cosine of the part that recalled it, and that part where
         it is one sentence rather than the whole message."""
         rows = [dict(self.store.search("memories", query, count, mine)) for query in queries]
-        ids = list(dict.fromkeys(i for row in rows for i in row))
+        ids = [i for i in rows[0] if all(i in row for row in rows[1:])]  # a memory added or deleted meanwhile: left
         if not ids:
             return [], {}
-        scores = np.array([[row.get(i, -1.0) for i in ids] for row in rows])
+        scores = np.array([[row[i] for i in ids] for row in rows])
         fused, best = fused_scores(scores)
         order = np.argsort(-fused, kind="stable")[:k]
         hits = [(ids[j], float(scores[best[j], j])) for j in order]
@@ -98,6 +100,8 @@ class PersonalMemories:
         """The persona plus the memories this message calls for, as one text for the prompt (None when there is
         neither), and those memories."""
         recalled = self.recall(message, user_id=user_id, k=RECALLED, query_vector=vector)
+        # the cosine, not the fused rank, says whether a memory is strong enough: a short sentence may single out a
+        # weak one, which must not keep a strong one out
         memories = [m for m in recalled if m["score"] >= MEMORY_MIN_SCORE][:USED]
         profile = self.store.profiles.get(user_id)
         parts = [profile.persona[:PERSONA_CHARS]] if profile and profile.persona else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from copilot.association.embedcache import EmbeddingCache
 from copilot.association.evaluation import ASSOCIATION, BY_SENTENCE, UNTRAINED, UNTRAINED_BY_SENTENCE, evaluate
 from copilot.association.heldout import among_real_turns, relation_of_queries
 from copilot.association.metrics import mcnemar_exact, recall_at_k
-from copilot.association.report import query_blind
+from copilot.association.report import query_blind, read_time_cost
 from copilot.association.scoring import MAX_PARTS, fused_scores, message_parts
 from copilot.association.simulate import leaked_words, simulate_lives
 from copilot.association.training import (TrainConfig, TrainingSet, build_net, fit, info_nce, real_turn_weight,
@@ -238,6 +239,17 @@ def test_eval_command_json(tmp_path, cache: EmbeddingCache) -> None:  # noqa: AN
     assert set(report["untrained"]) == keys and set(report["association"]) == keys
     # q3 only sees group b: the identical memory a1 in group a must not take its place
     assert report["untrained"]["recall@1"] == 100.0 and report["association"]["recall@10"] == 100.0
+    chatty = [{"id": "q4", "text": "The rocket launched at dawn, what a sight. Where did the cat sit?", "gold": ["a1"],
+               "group": "a"}]
+    q_path.write_text("".join(json.dumps(q) + "\n" for q in queries + chatty))
+    args = ["eval", "--memories", str(m_path), "--queries", str(q_path), "--k", "1"]
+    for extra in (["--json", "--weight", "0"], ["--json", "--whole-message"]):
+        result = CliRunner().invoke(cli, args + extra)
+        assert result.exit_code == 0, result.output
+        assert set(json.loads(result.output)) == {"n_queries", "untrained", "association"}
+    table = CliRunner().invoke(cli, args).output
+    assert "| untrained, by sentence |" in table and "| association |" in table
+    assert "by sentence" not in CliRunner().invoke(cli, args + ["--whole-message"]).output
 
 
 @pytest.mark.slow
@@ -375,6 +387,10 @@ def test_real_turns_hide_a_few_statements_of_one_person_in_a_whole_conversation(
         said = chatty.text.removesuffix(" " + plain.text)
         assert chatty.kind == plain.kind and chatty.gold == plain.gold and said != chatty.text, "after a chat turn"
         assert said in {turn.split(": ", 1)[1] for turn in other}, "a turn of another conversation, no speaker"
+    chatter = random.Random(0 + 1)  # the triggers' own draws: the direct questions' turns take none of them
+    for chatty in [q for q in chat_queries if q.kind == "trigger"]:
+        other = conversations[(int(chatty.group.split("/")[1]) + 1) % 2]
+        assert chatty.text.startswith(chatter.choice(other).split(": ", 1)[1] + " ")
     matched, matched_queries = among_real_turns(lives, conversations, cues=2, seed=0, others=2)
     assert matched_queries == queries, "the same queries"
     assert [m for m in matched if not m.id.startswith("other/")] == memories, "the same groups, with more lines"
@@ -462,6 +478,18 @@ def test_evaluate_reads_a_query_sentence_by_sentence_only_when_asked(cache: Embe
     assert result.rank[UNTRAINED][0] == 3, "read whole, the bus and the car come first"
     assert result.rank[UNTRAINED_BY_SENTENCE][0] == 2, "its own sentence brings the thunder-shy cat up"
     assert result.percent(UNTRAINED, 2) == 0.0 and result.percent(UNTRAINED_BY_SENTENCE, 2) == 100.0
+
+
+def test_read_time_cost_times_a_message_as_recall_reads_it() -> None:
+    from copilot.config import Settings
+    from copilot.embeddings import get_embedder
+
+    scorer = AssociativeScorer(get_embedder(Settings()), load_adapter())
+    messages = ["The final was a mess. Anyway, I've been coughing every night.", "Just one sentence here."]
+    cost = read_time_cost(scorer, ["When is my deadline?"], messages=messages)
+    assert cost["messages"] == 2 and cost["parts_mean"] == 2.0, "3 parts, then 1"
+    assert 0 < cost["whole_message_ms_median"] <= cost["by_sentence_ms_median"]
+    assert cost["plain_ms_median"] > 0 and "by_sentence_ms_median" not in read_time_cost(scorer, ["Hi?"])
 
 
 def test_lives_benchmark_pools() -> None:

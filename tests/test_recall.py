@@ -9,8 +9,9 @@ from copilot.association.scoring import message_parts
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
-from copilot.memories import MEMORY_MIN_SCORE
+from copilot.memories import FUSED_FROM, MEMORY_MIN_SCORE
 from copilot.storage import Store
+from copilot.types import VectorFilter
 from copilot.ui.chat_tab import recalled_by
 from tests.scripted_llm import ScriptedLLM
 
@@ -99,14 +100,22 @@ def test_a_memory_one_sentence_calls_for_is_not_drowned_by_the_rest_of_the_messa
     assert recalled_by(whole[0]) == whole[0]["recalled_by"]
 
 
-def test_a_message_of_one_sentence_is_recalled_as_before(tmp_path: Path, embedder: Embedder) -> None:
-    assert len(message_parts("I keep coughing at night, e.g. around 3 a.m.")) == 1
-    ranked = []
-    for by_sentence in (True, False):
-        store = Store(tmp_path / f"{by_sentence}.db", tmp_path / f"i{by_sentence}")
-        copilot = Copilot(Settings(recall_by_sentence=by_sentence), store, embedder, ScriptedLLM())
-        for s in STATEMENTS + MORE:
-            copilot.remember(s, user_id="ada")
-        ranked.append([(h["id"], h["score"], h["cue"]) for h in copilot.recall("I keep coughing at night, e.g. "
-                                                                               "around 3 a.m.", user_id="ada")])
-    assert ranked[0] == ranked[1] and len(ranked[0]) == 5
+def test_a_message_of_one_sentence_or_a_user_of_few_memories_is_recalled_by_the_whole_message(
+        tmp_path: Path, embedder: Embedder) -> None:
+    one = "I keep coughing at night, e.g. around 3 a.m."
+    assert len(message_parts(one)) == 1
+    copilot = copilot_for(tmp_path, embedder, association=True)
+    for s in STATEMENTS + MORE:
+        copilot.remember(s, user_id="ada")
+    whole = copilot.associative_vector(embedder.encode_query(one), one)
+    expected = copilot.store.search("memories", whole, 5, VectorFilter(owner="ada"))
+    hits = copilot.recall(one, user_id="ada")
+    assert [(h["id"], h["score"]) for h in hits] == [(i, round(s, 4)) for i, s in expected]
+    assert all(h["cue"] is None for h in hits)
+    few = copilot_for(tmp_path / "few", embedder, association=True)
+    ids = [few.remember(s, user_id="bob") for s in STATEMENTS[:FUSED_FROM - 1]]
+    hits = few.recall(CHATTY, user_id="bob")
+    assert {h["id"] for h in hits} == set(ids) and all(h["cue"] is None for h in hits), \
+        "standardised over two memories every sentence ties: the whole message ranks them"
+    whole = few.associative_vector(embedder.encode_query(CHATTY), CHATTY)
+    assert [h["id"] for h in hits] == [i for i, _ in few.store.search("memories", whole, 5, VectorFilter(owner="bob"))]

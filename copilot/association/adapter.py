@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from copilot.errors import UserError
 from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the package
@@ -29,9 +27,9 @@ DEFAULT_MLP_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
 DEFAULT_LORA_PATH = Path(__file__).resolve().parent / "default_lora"
 # The default is the kind that wins where users live within the read-time budget: held-out statements hidden in real
 # conversations, each trigger asked inside a real chat turn, the message read sentence by sentence as recall reads it
-# (docs/benchmarks.md, "Associative recall"). There the residual MLP reaches 42.4 Recall@10 against 12.5 for plain
-# cosine read whole, in 36.7 ms a message on 2 cores. The LoRA reaches 50.9 but reads each sentence a second time
-# (69.6 ms), and on whole messages an outside benchmark of real conversations measured it below plain cosine (MLP
+# (docs/benchmarks.md, "Associative recall"). There the residual MLP reaches 42.6 Recall@10 against 12.5 for plain
+# cosine read whole, in 30.6 ms a message on 2 cores. The LoRA reaches 50.9 but reads each sentence a second time
+# (88.1 ms), and on whole messages an outside benchmark of real conversations measured it below plain cosine (MLP
 # +4.1, LoRA -8.5). It ships beside it: COPILOT_ASSOCIATION_ADAPTER=<DEFAULT_LORA_PATH>.
 DEFAULT_ADAPTER_PATH = DEFAULT_MLP_PATH
 KINDS = ("residual_mlp", "linear", "mlp")
@@ -85,12 +83,11 @@ class QueryAdapter:
         if q.ndim != 2 or q.shape[1] != self.dimension:
             raise ValueError(f"Expected query vectors of shape (n, {self.dimension}), got {q.shape}.")
         a = self.arrays
-        with _one_blas_thread():
-            if self.kind == "linear":
-                out = q + q @ a["W"].T + a["b"]
-            else:
-                delta = gelu(q @ a["W1"].T + a["b1"]) @ a["W2"].T + a["b2"]
-                out = q + delta if self.kind == "residual_mlp" else delta
+        if self.kind == "linear":
+            out = q + q @ a["W"].T + a["b"]
+        else:
+            delta = gelu(q @ a["W1"].T + a["b1"]) @ a["W2"].T + a["b2"]
+            out = q + delta if self.kind == "residual_mlp" else delta
         return unit_rows(out)
 
     def adapt(self, plain: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
@@ -106,18 +103,6 @@ class QueryAdapter:
         config = dict(self.config, kind=self.kind, weight=float(self.weight))
         np.savez(path, config=np.array(json.dumps(config, sort_keys=True)), **self.arrays)
         return path
-
-
-@lru_cache(maxsize=1)
-def _blas() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
-def _one_blas_thread() -> Any:
-    """A context in which numpy's BLAS runs on the calling thread. A query's few rows gain nothing from BLAS threads,
-    and OpenBLAS's threads spin after each call, taking the cores the embedder's next pass needs: on 2 cores the
-    five sentences of a chat message took 27 ms more to encode and adapt with them, 1.5 ms more without."""
-    return _blas().limit(limits=1, user_api="blas")
 
 
 def load_adapter(path: str | Path | None = None, base_model: str | Path | None = None) -> Any:

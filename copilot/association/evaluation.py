@@ -90,7 +90,7 @@ def evaluate(memories: Sequence[Memory], queries: Sequence[Query], cache: Embedd
     memory_vectors = cache.encode([m.text for m in memories])
     query_vectors = cache.encode([q.text for q in queries])
     adapted = adapter.adapt(query_vectors, [q.text for q in queries]) if len(query_vectors) else query_vectors
-    parts = _sentence_parts(queries, cache, adapter, any(scorers[n] for n in by_sentence)) if by_sentence else None
+    parts = _sentence_parts(queries, cache, adapter, any(scorers.get(n) for n in by_sentence)) if by_sentence else None
     by_group: dict[str, list[int]] = {}
     for i, m in enumerate(memories):
         by_group.setdefault(m.group, []).append(i)

@@ -40,9 +40,9 @@ ALONE = "association term alone"
 BASELINE = "baseline"
 SCORERS = (UNTRAINED, ALONE, ASSOCIATION, UNTRAINED_BY_SENTENCE, BY_SENTENCE)  # the last: the product's recall
 POOLS = {"alone": "held-out statements alone", "distractors": "with distractor lines",
-         "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked inside a chat turn",
+         "real_turns": "in real conversations", "real_turns_chat": "in real conversations, asked after a chat turn",
          "real_turns_matched": "in real conversations with other persons' statements",
-         "real_turns_chat_matched": "the same, asked inside a chat turn"}
+         "real_turns_chat_matched": "the same, asked after a chat turn"}
 WEIGHTS = (0.5, 1.0, 2.0, 3.0, 5.0)  # the w of the real-turn sweep
 
 
@@ -175,7 +175,8 @@ def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int
     """Median milliseconds to encode one question, plain and with the adapter applied as the engine applies it
     (:meth:`AssociativeScorer.query_vectors`: the LoRA's second pass), interleaved so background load falls
     evenly on both; and, given ``messages`` of several sentences, to encode and adapt each one's parts as recall
-    reads them (:func:`~copilot.association.scoring.message_parts`)."""
+    reads them (:func:`~copilot.association.scoring.message_parts`): its sentences encoded in one batch, then
+    adapted one by one."""
     embedder = scorer.embedder
     plain_ms: list[float] = []
     adapted_ms: list[float] = []
@@ -198,13 +199,14 @@ def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int
         whole_ms: list[float] = []
         parts_ms: list[float] = []
         counts: list[int] = []
-        for text in messages:  # as the chat recalls: the message, then its sentences in one batch
+        for text in messages:  # as the chat recalls (copilot.memories): the message, then its sentences
             start = time.perf_counter()
-            vectors = [scorer.query_vectors(embedder.encode_queries([text]), [text])]
+            scorer.query_vector(text, embedder.encode_query(text))
             middle = time.perf_counter()
             parts = message_parts(text)
             if len(parts) > 1:
-                vectors.append(scorer.query_vectors(embedder.encode_queries(parts[1:]), parts[1:]))
+                for part, vector in zip(parts[1:], embedder.encode_queries(parts[1:]), strict=True):
+                    scorer.query_vector(part, vector)
             parts_ms.append(1000 * (time.perf_counter() - start))
             whole_ms.append(1000 * (middle - start))
             counts.append(len(parts))
@@ -275,11 +277,13 @@ def build_report(adapter: Any, lives: Sequence[Life], cache: EmbeddingCache, loc
                  "real_turns": f"up to {CUES_PER_CONVERSATION} held-out statements of one person in each of "
                                f"{len({m.group for m in memories})} copies of {len(conversations)} real "
                                "conversations",
-                 "real_turns_chat": "the same real conversations, each trigger asked after a real chat turn",
+                 "real_turns_chat": "the same real conversations, each trigger or direct question asked after a real "
+                                    "chat turn",
                  "real_turns_matched": f"the same real conversations, each also holding {OTHER_STATEMENTS} "
                                        "statements of other persons",
                  "real_turns_chat_matched": f"the same real conversations with {OTHER_STATEMENTS} statements of "
-                                            "other persons, each trigger asked after a real chat turn"}[pool]
+                                            "other persons, each trigger or direct question asked after a real "
+                                            "chat turn"}[pool]
         block: dict = {}
         for kind, title in (("trigger", "triggers"), ("direct", "direct questions")):
             part = result.subset(kind)

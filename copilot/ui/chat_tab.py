@@ -33,7 +33,9 @@ DRAFT_LABEL = "*Draft — unchecked until it is done, then checked against the s
 def recalled_by(memory: dict[str, Any]) -> str:
     """How a memory was recalled, with the sentence of the message that called for it when it was one of several."""
     cue = memory.get("cue")
-    return f"{memory['recalled_by']}, by “{cue[:80]}”" if cue else memory["recalled_by"]
+    if not cue:
+        return memory["recalled_by"]
+    return f"{memory['recalled_by']}, by “{cue if len(cue) <= 80 else cue[:79] + '…'}”"
 
 
 def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:

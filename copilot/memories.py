@@ -2,8 +2,8 @@
 
 A memory is embedded once when kept and never re-encoded. Recall ranks a user's memories by the association
 score when it is on (a learned adapter over the plain embedding), else by plain cosine, and reads a message of
-several sentences sentence by sentence as well as whole (``COPILOT_RECALL_BY_SENTENCE``), so that a memory one
-sentence calls for is not drowned by the rest. ``about`` is the text that
+several sentences sentence by sentence as well as whole (``COPILOT_RECALL_BY_SENTENCE``; from three memories on),
+so that a memory one sentence calls for is not drowned by the rest. ``about`` is the text that
 personalises an answer: the user's persona plus the memories the message recalls strongly enough.
 """
 
@@ -73,28 +73,32 @@ class PersonalMemories:
         if len(parts) == 1:
             hits, cues = self.store.search("memories", queries[0], k, mine), {}
         else:
-            hits, cues = self._fused(queries, parts, count, k, mine)
+            hits, cues = self._fused(queries, parts, k, mine)
         if not hits:
             return []
         texts = {m.id: m.text for m in self.store.memories.get_many([i for i, _ in hits], user_id)}
         how = "association" if combined[0] is not None else "embedding"
         return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how, "cue": cues.get(i)}
-                for i, score in hits]
+                for i, score in hits if i in texts]  # one deleted meanwhile is left out
 
-    def _fused(self, queries: list[np.ndarray], parts: list[str], count: int, k: int, mine: VectorFilter
+    def _fused(self, queries: list[np.ndarray], parts: list[str], k: int, mine: VectorFilter
                ) -> tuple[list[tuple[int, float]], dict[int, str]]:
-        """The ``k`` memories best for any part of a message (:func:`fused_scores` over all the user's memories,
-        at most ``max_memories_per_user``), each with the cosine of the part that recalled it, and that part where
-        it is one sentence rather than the whole message."""
-        rows = [dict(self.store.search("memories", query, count, mine)) for query in queries]
+        """The ``k`` memories best for any part of a message (:func:`fused_scores` over all the user's memories),
+        each with its cosine to the whole message or to the part that ranked it, whichever is higher (what
+        :meth:`about` asks to be strong enough), and that part where it is a sentence and the higher of the two."""
+        every = self.settings.max_memories_per_user  # all of the user's, even if one was added since they were counted
+        rows = [dict(self.store.search("memories", query, every, mine)) for query in queries]
         ids = [i for i in rows[0] if all(i in row for row in rows[1:])]  # a memory added or deleted meanwhile: left
         if not ids:
             return [], {}
         scores = np.array([[row[i] for i in ids] for row in rows])
         fused, best = fused_scores(scores)
         order = np.argsort(-fused, kind="stable")[:k]
-        hits = [(ids[j], float(scores[best[j], j])) for j in order]
-        return hits, {ids[j]: parts[best[j]] for j in order if best[j]}
+        # A filler sentence ("Hmm.") can rank a memory first by a small margin: its cosine says nothing then, and the
+        # whole message's does.
+        by_part = {j: bool(best[j]) and scores[best[j], j] > scores[0, j] for j in order}
+        hits = [(ids[j], float(max(scores[0, j], scores[best[j], j]))) for j in order]
+        return hits, {ids[j]: parts[best[j]] for j in order if by_part[j]}
 
     def about(self, user_id: str, message: str, vector: np.ndarray) -> tuple[str | None, list[dict[str, Any]]]:
         """The persona plus the memories this message calls for, as one text for the prompt (None when there is

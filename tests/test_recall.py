@@ -9,6 +9,7 @@ from copilot.association.scoring import message_parts
 from copilot.config import Settings
 from copilot.embeddings import Embedder, get_embedder
 from copilot.engine import Copilot
+from copilot.limits import LimitExceeded
 from copilot.memories import FUSED_FROM, MEMORY_MIN_SCORE
 from copilot.storage import Store
 from copilot.types import VectorFilter
@@ -98,6 +99,36 @@ def test_a_memory_one_sentence_calls_for_is_not_drowned_by_the_rest_of_the_messa
     assert football["cue"].startswith("The football final"), "each memory names the sentence that recalled it"
     assert recalled_by(by_sentence[0]) == f"{by_sentence[0]['recalled_by']}, by “{by_sentence[0]['cue']}”"
     assert recalled_by(whole[0]) == whole[0]["recalled_by"]
+
+
+def test_a_filler_sentence_neither_names_nor_weakens_what_the_whole_message_recalls(
+        tmp_path: Path, embedder: Embedder) -> None:
+    copilot = copilot_for(tmp_path, embedder, association=True)
+    ids = [copilot.remember(s, user_id="ada") for s in (STATEMENTS[3], STATEMENTS[0], MORE[0])]
+    message = "Reading on paper helps me focus. Hmm. Hmm."
+    assert len(message_parts(message)) == 4 and FUSED_FROM <= 3
+    hits = copilot.recall(message, user_id="ada", k=3)
+    pencil = next(h for h in hits if h["id"] == ids[0])
+    whole = copilot.associative_vector(embedder.encode_query(message), message)
+    cosine = dict(copilot.store.search("memories", whole, 3, VectorFilter(owner="ada")))[ids[0]]
+    assert pencil["score"] >= round(cosine, 4) >= MEMORY_MIN_SCORE and pencil["cue"] != "Hmm."
+    _, used = copilot.memories.about("ada", message, embedder.encode_query(message))
+    assert ids[0] in [m["id"] for m in used], "the memory the message is about personalises the answer"
+
+
+def test_a_long_message_is_refused_before_anything_reads_it(tmp_path: Path, embedder: Embedder,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    copilot = Copilot(Settings(max_question_chars=100), Store(tmp_path / "c.db", tmp_path / "i"), embedder,
+                      ScriptedLLM())
+    copilot.remember(STATEMENTS[0], user_id="ada")
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the message was read before its length was checked")
+
+    monkeypatch.setattr(copilot.memories, "about", never)
+    monkeypatch.setattr(copilot, "follow_up", never)
+    with pytest.raises(LimitExceeded, match="limited to 100 characters"):
+        next(copilot.chat_stream("ada", "Sorry for the silence. " * 5 + "I've been coughing every night."))
 
 
 def test_a_message_of_one_sentence_or_a_user_of_few_memories_is_recalled_by_the_whole_message(

@@ -26,7 +26,7 @@ from copilot.embeddings import unit_rows  # noqa: F401 - re-exported for the pac
 DEFAULT_MLP_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
 DEFAULT_LORA_PATH = Path(__file__).resolve().parent / "default_lora"
 # The default is the kind that wins where users live within the read-time budget: held-out statements hidden in real
-# conversations, each trigger asked inside a real chat turn, the message read sentence by sentence as recall reads it
+# conversations, each trigger asked after a real chat turn, the message read sentence by sentence as recall reads it
 # (docs/benchmarks.md, "Associative recall"). There the residual MLP reaches 42.6 Recall@10 against 12.5 for plain
 # cosine read whole, in 30.6 ms a message on 2 cores. The LoRA reaches 50.9 but reads each sentence a second time
 # (88.1 ms), and on whole messages an outside benchmark of real conversations measured it below plain cosine (MLP

@@ -262,7 +262,7 @@ def eval_command(memories: str, queries: str, k: int, adapter_path: str | None, 
     adapter = load_adapter(adapter_path, embedder.model_path)
     w = adapter.weight if weight is None else weight
     ks = sorted({c for c in (1, 5, k) if c <= k})
-    scorers = {UNTRAINED: 0.0, ASSOCIATION: w} | ({} if whole_message else {UNTRAINED_BY_SENTENCE: 0.0})
+    scorers = {UNTRAINED: 0.0, ASSOCIATION: w} | ({} if whole_message or as_json else {UNTRAINED_BY_SENTENCE: 0.0})
     result = evaluate(read_memories(memories), read_queries(queries), cache, adapter, scorers, ks,
                       by_sentence=() if whole_message else (ASSOCIATION, UNTRAINED_BY_SENTENCE))
     cache.save()

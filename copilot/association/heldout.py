@@ -11,7 +11,7 @@ statements alone would never show it. So every measurement is made twice:
   real conversation (every turn of a LoCoMo conversation, a few hundred) with ``cues`` held-out statements of one
   person inserted; their triggers and direct questions search that group only. The statements no longer compete
   with each other in the simulator's own register, only with real chat turns. LoCoMo is never trained on;
-- ``real_turns_chat``: the same groups, each trigger and direct question asked inside a real chat turn (a seeded
+- ``real_turns_chat``: the same groups, each trigger and direct question asked after a real chat turn (a seeded
   turn of another conversation, then the trigger or question), as a later message that needs a cue carries its own
   chatter. A simulated
   trigger alone is in the register the adapters trained on; this is the measure that agrees with an outside

@@ -445,6 +445,10 @@ def test_a_message_is_read_whole_and_sentence_by_sentence() -> None:
     assert message_parts(message) == [message, "Sorry I vanished, e.g. for three weeks.", "The kids were sick.",
                                       "I've been coughing every night too."]
     assert message_parts("Just one sentence, about Dr. Smith.") == ["Just one sentence, about Dr. Smith."]
+    assert message_parts("Hmm. I've been coughing every night.") == ["Hmm. I've been coughing every night.",
+                                                                     "I've been coughing every night."], "no filler"
+    assert message_parts("Wow, really? Thanks!") == ["Wow, really? Thanks!"]
+    assert message_parts("我最近每天晚上都咳嗽\n今天天气很好")[1:] == ["我最近每天晚上都咳嗽", "今天天气很好"], "a character a word"
     long = " ".join(f"Line {i} is here." for i in range(20))
     parts = message_parts(long)
     assert len(parts) == 1 + MAX_PARTS and parts[0] == long and " ".join(parts[1:]) == long, "runs of sentences"

@@ -27,9 +27,9 @@ DEFAULT_MLP_PATH = Path(__file__).resolve().parent / "default_adapter.npz"
 DEFAULT_LORA_PATH = Path(__file__).resolve().parent / "default_lora"
 # The default is the kind that wins where users live within the read-time budget: held-out statements hidden in real
 # conversations, each trigger asked after a real chat turn, the message read sentence by sentence as recall reads it
-# (docs/benchmarks.md, "Associative recall"). There the residual MLP reaches 42.6 Recall@10 against 12.5 for plain
-# cosine read whole, in 30.6 ms a message on 2 cores. The LoRA reaches 50.9 but reads each sentence a second time
-# (88.1 ms), and on whole messages an outside benchmark of real conversations measured it below plain cosine (MLP
+# (docs/benchmarks.md, "Associative recall"). There the residual MLP reaches 44.2 Recall@10 against 12.5 for plain
+# cosine read whole, in 35.2 ms a message on 2 cores. The LoRA reaches 51.8 but reads each sentence a second time
+# (91.5 ms), and on whole messages an outside benchmark of real conversations measured it below plain cosine (MLP
 # +4.1, LoRA -8.5). It ships beside it: COPILOT_ASSOCIATION_ADAPTER=<DEFAULT_LORA_PATH>.
 DEFAULT_ADAPTER_PATH = DEFAULT_MLP_PATH
 KINDS = ("residual_mlp", "linear", "mlp")

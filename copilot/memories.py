@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from copilot.association.scoring import fused_scores, message_parts
+from copilot.association.scoring import FUSED_FROM, fused_scores, message_parts, sentence_query_vectors
 from copilot.config import Settings
 from copilot.embeddings import Embedder
 from copilot.errors import NotFound
@@ -26,7 +26,6 @@ MEMORY_MIN_SCORE = 0.3  # below this a remembered statement is unrelated to the 
 PERSONA_CHARS = 300  # how much of the persona goes into an answer's prompt
 RECALLED = 10  # memories recalled for a message, of which the first ``USED`` strong enough personalise the answer
 USED = 2
-FUSED_FROM = 3  # fewer memories than this are ranked by the whole message: standardised over two, every part ties
 
 AssociativeVector = Callable[[np.ndarray, str], "np.ndarray | None"]
 
@@ -67,9 +66,9 @@ class PersonalMemories:
         plain = query_vector if query_vector is not None else self.embedder.encode_query(message)
         by_sentence = self.settings.recall_by_sentence and count >= FUSED_FROM
         parts = message_parts(message) if by_sentence else [message]
-        vectors = [plain, *self.embedder.encode_queries(parts[1:])] if len(parts) > 1 else [plain]
-        combined = [self.associative(vector, part) for vector, part in zip(vectors, parts, strict=True)]
-        queries = [c if c is not None else v for c, v in zip(combined, vectors, strict=True)]
+        combined = self.associative(plain, message)
+        queries = [plain if combined is None else combined,
+                   *sentence_query_vectors(parts[1:], self.embedder.encode_queries, self.associative)]
         if len(parts) == 1:
             hits, cues = self.store.search("memories", queries[0], k, mine), {}
         else:
@@ -77,7 +76,7 @@ class PersonalMemories:
         if not hits:
             return []
         texts = {m.id: m.text for m in self.store.memories.get_many([i for i, _ in hits], user_id)}
-        how = "association" if combined[0] is not None else "embedding"
+        how = "association" if combined is not None else "embedding"
         return [{"id": i, "text": texts[i], "score": round(score, 4), "recalled_by": how, "cue": cues.get(i)}
                 for i, score in hits if i in texts]  # one deleted meanwhile is left out
 

@@ -34,7 +34,7 @@ from copilot.association.evaluation import (ADAPTER_ONLY, ASSOCIATION, BY_SENTEN
 from copilot.association.heldout import (CUES_PER_CONVERSATION, DISTRACTORS_PER_PERSON, OTHER_STATEMENTS,
                                          benchmarks, relation_of_queries)
 from copilot.association.metrics import mcnemar_exact
-from copilot.association.scoring import AssociativeScorer, message_parts
+from copilot.association.scoring import AssociativeScorer, message_parts, sentence_query_vectors
 
 ALONE = "association term alone"
 BASELINE = "baseline"
@@ -204,9 +204,7 @@ def read_time_cost(scorer: AssociativeScorer, texts: Sequence[str], repeats: int
             scorer.query_vector(text, embedder.encode_query(text))
             middle = time.perf_counter()
             parts = message_parts(text)
-            if len(parts) > 1:
-                for part, vector in zip(parts[1:], embedder.encode_queries(parts[1:]), strict=True):
-                    scorer.query_vector(part, vector)
+            sentence_query_vectors(parts[1:], embedder.encode_queries, lambda v, t: scorer.query_vector(t, v))
             parts_ms.append(1000 * (time.perf_counter() - start))
             whole_ms.append(1000 * (middle - start))
             counts.append(len(parts))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +41,7 @@ MAX_PARTS = 8  # sentences a message is read in; a longer one is read in as many
 # A sentence of fewer words ("Hmm.", "Thanks!", "Wow, really?") asks for nothing of its own and is not read apart:
 # chosen among 1, 3, 4 and 5 words (and 12, 16, 20 characters) on training persons, never on the test persons.
 MIN_WORDS = 4
+FUSED_FROM = 3  # fewer memories than this are ranked by the whole message: standardised over two, every part ties
 _HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # scripts written without spaces
 _WORD = re.compile(f"[{_HAN_KANA}]|[^\\W{_HAN_KANA}]+(?:['’][^\\W{_HAN_KANA}]+)*")  # "I've" is one word
 
@@ -72,15 +73,27 @@ def fused_scores(part_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     standardised over the memories (mean 0, standard deviation 1) and a memory takes its best row: a sentence of
     small talk resembles many chat lines a little and singles none out, while the sentence that calls for a memory
     ranks it far above the rest. Raw cosines would let the small talk win, because it shares the register of a
-    user's other lines. One part gives its scores unchanged."""
+    user's other lines. One part, or fewer than :data:`FUSED_FROM` memories, gives the whole message's scores."""
     scores = np.asarray(part_scores, dtype=np.float64)
     if scores.ndim != 2 or not scores.shape[0]:
         raise ValueError("part_scores needs one row per part of the message.")
-    if scores.shape[0] == 1 or not scores.shape[1]:
+    if scores.shape[0] == 1 or scores.shape[1] < FUSED_FROM:
         return scores[0], np.zeros(scores.shape[1], dtype=int)
     z = (scores - scores.mean(1, keepdims=True)) / (scores.std(1, keepdims=True) + 1e-9)
     best = z.argmax(0)
     return z[best, np.arange(z.shape[1])], best
+
+
+def sentence_query_vectors(sentences: Sequence[str], encode_queries: Callable[[Sequence[str]], np.ndarray],
+                           associate: Callable[[np.ndarray, str], np.ndarray | None]) -> list[np.ndarray]:
+    """The query vector of each sentence of a message as recall searches with it: the sentences encoded in one
+    batch, then each one's combined vector from ``associate(plain, text)``, or its plain one when that gives None
+    (association off). One row at a time: a batched product wakes numpy's BLAS threads, which then spin and take
+    the cores the next encoding needs."""
+    if not sentences:
+        return []
+    plain = encode_queries(list(sentences))
+    return [v if (c := associate(v, s)) is None else c for s, v in zip(sentences, plain, strict=True)]
 
 
 def combined_query_vectors(plain_queries: np.ndarray, adapter: Adapter, weight: float,

@@ -11,6 +11,7 @@ import gradio as gr
 from copilot.conversations import reference_line
 from copilot.engine import AskResult
 from copilot.errors import SHOWN
+from copilot.grounding import quoted
 from copilot.limits import check_question
 from copilot.types import AnswerSources, QueuePosition, RetrievedItem
 from copilot.ui import conversations_panel, passage_view
@@ -33,9 +34,7 @@ DRAFT_LABEL = "*Draft — unchecked until it is done, then checked against the s
 def recalled_by(memory: dict[str, Any]) -> str:
     """How a memory was recalled, with the sentence of the message that called for it when it was one of several."""
     cue = memory.get("cue")
-    if not cue:
-        return memory["recalled_by"]
-    return f"{memory['recalled_by']}, by “{cue if len(cue) <= 80 else cue[:79] + '…'}”"
+    return f"{memory['recalled_by']}, by {quoted(cue, 80)}" if cue else memory["recalled_by"]
 
 
 def retrieved_rows(items: list[RetrievedItem], provenance: dict[int, str]) -> list[list[Any]]:

@@ -67,14 +67,14 @@ def _splitter() -> PunktSentenceTokenizer:
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> PorterStemmer:
+def stemmer() -> PorterStemmer:
     from nltk.stem import PorterStemmer
 
     return PorterStemmer()
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return ENGLISH_STOP_WORDS
@@ -82,7 +82,7 @@ def _stop_words() -> frozenset[str]:
 
 def load_readers() -> None:
     """Load the sentence splitter, the stemmer and the stop words now rather than on the first check."""
-    _splitter(), _stemmer(), _stop_words()
+    _splitter(), stemmer(), stop_words()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -126,12 +126,12 @@ def strip_citations(text: str) -> str:
 def terms(text: str, *, every_word: bool = False) -> set[str]:
     """The content terms of ``text``: numbers as written, other words lower-cased and stemmed, stop words and
     single letters left out (``every_word``: kept, so that "gets" in an answer repeats the question's "get")."""
-    stem, stop_words = _stemmer().stem, _stop_words()
+    stem, stops = stemmer().stem, stop_words()
     out = set()
     for token in _TERM.findall(text.lower()):
         if token[0].isdigit():
             out.add(token.rstrip("%").replace(",", ""))
-        elif every_word or (len(token) > 1 and token not in stop_words):
+        elif every_word or (len(token) > 1 and token not in stops):
             out.add(stem(token))
     return out
 

@@ -40,7 +40,7 @@ from functools import lru_cache
 
 from copilot import prompts
 from copilot.evidence import _ASKS_NUMBER, _CITES, row_sentence
-from copilot.grounding import _stemmer, _stop_words, names_in
+from copilot.grounding import stemmer, stop_words, names_in
 from copilot.types import RetrievedItem
 from ingest.table_text import TABLE_CAPTION, cells, read_table
 
@@ -105,13 +105,13 @@ class Words:
 
 @lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
-    return _stemmer().stem(word)
+    return stemmer().stem(word)
 
 
 def _token_stems(text: str) -> list[list[str]]:
     """Each word of ``text`` (stop words and single letters left out) as its stems: the whole word's first, then its
     hyphenated parts' ("fine-tuned": finetun, fine, tune)."""
-    stop = _stop_words()
+    stop = stop_words()
     out = []
     for token in _TOKEN.findall(text.lower()):
         token = token.removesuffix("'s").removesuffix("’s").rstrip(".")
@@ -169,7 +169,7 @@ def held(question: Words, spoken: Sequence[tuple[str, str]], text: Words) -> tup
     used = set(found)
     for abbreviation in text.abbreviations:
         words_of = {s for w, s in spoken if len(abbreviation) >= 3 and s not in _GENERIC
-                    and w not in _stop_words() and _abbreviates(abbreviation, w)}
+                    and w not in stop_words() and _abbreviates(abbreviation, w)}
         if words_of:
             found |= words_of
             used.add(_stem(abbreviation))

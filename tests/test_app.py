@@ -5,6 +5,8 @@ import urllib.request
 import pytest
 from gradio_client import Client
 
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS
+
 pytestmark = pytest.mark.slow
 
 
@@ -20,7 +22,7 @@ def test_chat_api_answers_with_the_embedded_model(app_url: str) -> None:
     api = client.view_api(return_format="dict", print_info=False)
     assert "/chat" in api["named_endpoints"]
     info = client.predict(api_name="/model_info")
-    assert info["backend"] == "local" and "Qwen2.5-Coder-1.5B" in info["model"]
+    assert info["backend"] == "local" and EMBEDDED_MODELS[DEFAULT_EMBEDDED_MODEL].title in info["model"]
     textbox, history, retrieved, query_id, status = client.predict(
         "What is a citation graph? Answer in one sentence.", [], [], False, False, api_name="/chat")
     assert textbox == "" and isinstance(query_id, int | float)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from copilot.llm.embedded import DEFAULT_EMBEDDED_MODEL, EMBEDDED_MODELS
 from tests.conftest import ROOT, TEST_DATA
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -107,7 +108,7 @@ def _thought_rows(page) -> list[list[str]]:  # noqa: ANN001
 def test_every_tab_with_the_real_model(browser, app_url: str, tmp_path: Path) -> None:  # noqa: ANN001, PLR0915
     page = browser.new_page(viewport={"width": 1366, "height": 1000})
     page.goto(app_url, wait_until="domcontentloaded", timeout=120_000)
-    page.get_by_text("Qwen2.5-Coder-1.5B-Instruct").first.wait_for(timeout=120_000)
+    page.get_by_text(EMBEDDED_MODELS[DEFAULT_EMBEDDED_MODEL].title).first.wait_for(timeout=120_000)
     assert "Paper Copilot" in page.title()
 
     # A first visit: the empty library says what to do first and offers example papers (offline here, so it says

@@ -41,8 +41,8 @@ def test_holds_matches_whole_numbers_and_normalised_text() -> None:
 
 def _result(answer: str, *, declined: bool = False, grounded: bool = True, sources: tuple[str, ...] = (),
             draft: str = "") -> object:
-    return SimpleNamespace(answer=answer, declined=declined, decline_reason="", evidence=[], draft=draft,
-                           grounding=None if declined else SimpleNamespace(grounded=grounded),
+    return SimpleNamespace(answer=answer, declined=declined, decline_reason="", evidence=[], draft=draft, rechecks=0,
+                           grounding=None if declined else SimpleNamespace(grounded=grounded, sentences=[]),
                            sources=[SimpleNamespace(text=t, kind="chunk", paper_id="p", paper_title="P",
                                                     section="Body") for t in sources])
 
@@ -97,6 +97,12 @@ def test_the_command_prints_the_figures_as_json(monkeypatch: pytest.MonkeyPatch,
     lines = [json.loads(line) for line in details.read_text().splitlines()]
     assert len(lines) == 6 and {line["pass"] for line in lines} == {1, 2}
     assert all(line["declined"] or line["answer"] for line in lines)
+    # Each line carries what its answer can be read against: the sources sent (the scoped paper's passages) and,
+    # for an answer shown, each sentence's check.
+    shown = [line for line in lines if not line["declined"]]
+    assert shown and all(line["sources"][0].startswith("(Construction of the Literature Graph") for line in shown)
+    assert all(line["checked"] and {"sentence", "support", "quote"} <= set(line["checked"][0]) for line in shown)
+    assert all(line["checked"] is None and line["rechecks"] == 0 for line in lines if line["declined"])
 
 
 def test_without_thoughts_no_thought_is_recalled_or_written(monkeypatch: pytest.MonkeyPatch) -> None:

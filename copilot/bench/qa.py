@@ -140,8 +140,12 @@ def grade(question: Question, result: Any, first_word_s: float | None, total_s: 
     elif question.kind == "broad" and question.key_points and not result.declined:
         out.coverage = sum(holds(result.answer, p) for p in question.key_points) / len(question.key_points)
     out.thought_grounded = bool(result.grounding is not None and result.grounding.grounded and not result.declined)
+    # What a wrong answer is read against afterwards: the sources as the model was sent them, each sentence's check
+    # (its support, closest source sentence and missing or unrepeated facts) and how many rechecks were written.
     out.extra = {"decline_reason": result.decline_reason, "quotes": [e.as_dict() for e in result.evidence],
-                 "draft": result.draft}
+                 "draft": result.draft, "sources": source_texts(result.sources),
+                 "checked": None if result.grounding is None else [s.as_dict() for s in result.grounding.sentences],
+                 "rechecks": result.rechecks}
     return out
 
 

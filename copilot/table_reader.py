@@ -40,7 +40,7 @@ from functools import lru_cache
 
 from copilot import prompts
 from copilot.evidence import _ASKS_NUMBER, _CITES, row_sentence
-from copilot.grounding import stemmer, stop_words, names_in
+from copilot.grounding import names_in, stemmer, stop_words
 from copilot.types import RetrievedItem
 from ingest.table_text import TABLE_CAPTION, cells, read_table
 

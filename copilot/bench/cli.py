@@ -163,8 +163,8 @@ def lookup(methods: str, as_json: bool) -> None:
 @click.option("--kinds", default="lookup,broad,unanswerable", show_default=True, help="Kinds of question asked.")
 @click.option("--paper", "papers", multiple=True, help="Only the questions about this paper (a file stem); repeatable.")
 @click.option("--details", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write every question's answer and grade here, with the sources sent and each sentence's "
-              "check (JSON lines).")
+              help="Write every question's answer and grade here, with its sources and, for an answer shown, each "
+              "sentence's check (JSON lines).")
 @click.option("--no-thoughts", is_flag=True, help="Answer from the papers alone: no thought is recalled or written "
               "(the baseline for whether the thought memory helps).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the first pass's figures, the "

@@ -129,7 +129,8 @@ def grade(question: Question, result: Any, first_word_s: float | None, total_s: 
     out = Outcome(question, declined=bool(result.declined), first_word_s=first_word_s, total_s=total_s,
                   answer=result.answer)
     out.warned = not result.declined and (result.grounding is None or not result.grounding.grounded)
-    sent = " \n ".join(source_texts(result.sources))
+    texts = source_texts(result.sources)
+    sent = " \n ".join(texts)
     draft = result.draft if result.declined else result.answer
     answered = bool(draft.strip()) and not REFUSAL.search(draft)
     out.wrong_draft = answered and (question.kind == "unanswerable" or
@@ -140,10 +141,11 @@ def grade(question: Question, result: Any, first_word_s: float | None, total_s: 
     elif question.kind == "broad" and question.key_points and not result.declined:
         out.coverage = sum(holds(result.answer, p) for p in question.key_points) / len(question.key_points)
     out.thought_grounded = bool(result.grounding is not None and result.grounding.grounded and not result.declined)
-    # What a wrong answer is read against afterwards: the sources as the model was sent them, each sentence's check
-    # (its support, closest source sentence and missing or unrepeated facts) and how many rechecks were written.
+    # What a wrong answer is read against afterwards: the sources retrieved (as the model is sent them, when it is
+    # asked), each shown answer's sentence checks (support, closest source sentence, missing or unrepeated facts; a
+    # declined answer keeps none) and how many rechecks were written.
     out.extra = {"decline_reason": result.decline_reason, "quotes": [e.as_dict() for e in result.evidence],
-                 "draft": result.draft, "sources": source_texts(result.sources),
+                 "draft": result.draft, "sources": texts,
                  "checked": None if result.grounding is None else [s.as_dict() for s in result.grounding.sentences],
                  "rechecks": result.rechecks}
     return out
